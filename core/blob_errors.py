@@ -1,0 +1,23 @@
+"""The blob store's errors: one base class, one subclass per thing that can go wrong."""
+
+from __future__ import annotations
+
+
+class BlobStoreError(Exception):
+    """Base of every error a BlobStore raises."""
+
+
+class InvalidBlobId(BlobStoreError, ValueError):
+    """The string is not a blob id (a UUID); no path was built from it."""
+
+
+class BlobNotFound(BlobStoreError, LookupError):
+    """No blob has this id."""
+
+
+class BlobCorrupt(BlobStoreError):
+    """The blob's file exists but cannot be read back as its kind."""
+
+
+class BlobIOError(BlobStoreError, OSError):
+    """The file system refused a read or a write."""

@@ -1,0 +1,159 @@
+"""The BlobStore protocol and FsBlobStore, a flat directory of immutable blob files.
+
+Layout: `<id>.txt` holds a Text as UTF-8, `<id>.json` a Structured value as JSON.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import tempfile
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+from core.blob_errors import BlobCorrupt, BlobIOError, BlobNotFound, BlobStoreError, InvalidBlobId
+from core.blob_id import BlobId, new_blob_id, parse_blob_id
+from core.content import Content, Structured, Text, decode_text, encode_text
+from core.json_values import JsonError, dumps_for_storage, parse_json
+
+__all__ = [
+    "BlobCorrupt",
+    "BlobIOError",
+    "BlobNotFound",
+    "BlobStore",
+    "BlobStoreError",
+    "FsBlobStore",
+    "InvalidBlobId",
+]
+
+TEXT_SUFFIX = ".txt"
+JSON_SUFFIX = ".json"
+_TEMP_PREFIX = ".tmp-"
+
+
+@runtime_checkable
+class BlobStore(Protocol):
+    async def store(self, content: Content) -> BlobId: ...
+
+    async def load(self, blob_id: BlobId | str) -> Content: ...
+
+    async def exists(self, blob_id: BlobId | str) -> bool: ...
+
+
+class FsBlobStore:
+    """Blobs as files in one directory; async methods for agents, `_sync` twins for the rest.
+
+    Writes go to a temporary file in the same directory and are renamed into place, so a
+    crash never leaves a partial blob under a real name, and concurrent writers (threads or
+    processes) never clash: every blob gets a fresh UUID v7 and its own temporary file.
+    With ``fsync=True`` each blob is flushed to the disk before the rename, which also
+    survives a power loss, at the cost of waiting for the disk.
+    """
+
+    def __init__(self, root: str | os.PathLike[str], *, fsync: bool = False) -> None:
+        self.root = Path(root)
+        self.fsync = fsync
+
+    def __repr__(self) -> str:
+        return f"FsBlobStore({str(self.root)!r})"
+
+    # -- async protocol ---------------------------------------------------------------
+
+    async def store(self, content: Content) -> BlobId:
+        return await asyncio.to_thread(self.store_sync, content)
+
+    async def load(self, blob_id: BlobId | str) -> Content:
+        return await asyncio.to_thread(self.load_sync, blob_id)
+
+    async def exists(self, blob_id: BlobId | str) -> bool:
+        return await asyncio.to_thread(self.exists_sync, blob_id)
+
+    # -- sync twins ---------------------------------------------------------------------
+
+    def store_sync(self, content: Content) -> BlobId:
+        if isinstance(content, Text):
+            data, suffix = encode_text(content.text), TEXT_SUFFIX
+        elif isinstance(content, Structured):
+            try:
+                data = dumps_for_storage(content.value)
+            except (TypeError, ValueError) as error:
+                raise BlobStoreError(f"cannot store this value as JSON: {error}") from None
+            suffix = JSON_SUFFIX
+        else:
+            raise TypeError(f"content must be Text or Structured, got {type(content).__name__}")
+        blob_id = new_blob_id()
+        self._write_atomically(self.root / f"{blob_id}{suffix}", data)
+        return blob_id
+
+    def load_sync(self, blob_id: BlobId | str) -> Content:
+        path = self.path_of(blob_id)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            raise BlobNotFound(f"blob {blob_id} not found") from None
+        except OSError as error:
+            raise BlobIOError(f"cannot read blob {blob_id}: {error.strerror}") from None
+        if path.suffix == TEXT_SUFFIX:
+            try:
+                return Text(decode_text(data))
+            except UnicodeDecodeError as error:
+                raise BlobCorrupt(f"blob {blob_id} is not UTF-8 at byte {error.start}") from None
+        try:
+            return Structured(parse_json(data))
+        except JsonError as error:
+            raise BlobCorrupt(f"blob {blob_id} holds damaged JSON: {error}") from None
+
+    def exists_sync(self, blob_id: BlobId | str) -> bool:
+        blob_id = parse_blob_id(blob_id)
+        return any(self._candidates(blob_id)[i].exists() for i in (0, 1))
+
+    def path_of(self, blob_id: BlobId | str) -> Path:
+        """The blob's file (`.txt` or `.json`); raises InvalidBlobId or BlobNotFound."""
+        blob_id = parse_blob_id(blob_id)
+        for path in self._candidates(blob_id):
+            if path.exists():
+                return path
+        raise BlobNotFound(f"blob {blob_id} not found")
+
+    def size_sync(self, blob_id: BlobId | str) -> int:
+        """Size of the blob's file in bytes."""
+        path = self.path_of(blob_id)
+        try:
+            return path.stat().st_size
+        except OSError as error:
+            raise BlobIOError(f"cannot read blob {blob_id}: {error.strerror}") from None
+
+    # -- internals ------------------------------------------------------------------------
+
+    def _candidates(self, blob_id: BlobId) -> tuple[Path, Path]:
+        # Only a parsed UUID, rendered canonically, ever becomes part of a path.
+        name = str(blob_id)
+        return self.root / f"{name}{TEXT_SUFFIX}", self.root / f"{name}{JSON_SUFFIX}"
+
+    def _write_atomically(self, path: Path, data: bytes) -> None:
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            fd, temp_name = tempfile.mkstemp(dir=self.root, prefix=_TEMP_PREFIX)
+        except OSError as error:
+            raise BlobIOError(f"cannot write to {self.root}: {error.strerror}") from None
+        try:
+            with os.fdopen(fd, "wb") as file:
+                file.write(data)
+                if self.fsync:
+                    file.flush()
+                    os.fsync(file.fileno())
+            os.replace(temp_name, path)
+        except BaseException as error:
+            with _suppress_os_error():
+                os.unlink(temp_name)
+            if isinstance(error, OSError):
+                raise BlobIOError(f"cannot write blob {path.name}: {error.strerror}") from None
+            raise
+
+
+class _suppress_os_error:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> bool:
+        return kind is not None and issubclass(kind, OSError)

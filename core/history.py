@@ -1,0 +1,109 @@
+"""The items of an agent's history, and their JSON records in a session log (SPEC 2.9, 2.10)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: Any = field(default_factory=dict)  # a JSON object, as the model sent it
+
+
+@dataclass(frozen=True, slots=True)
+class UserMessage:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class AssistantMessage:
+    text: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    call_id: str
+    tool: str
+    output: str
+    is_error: bool = False
+
+
+Item = UserMessage | AssistantMessage | ToolResult
+
+ITEM_TYPES = ("user", "assistant", "tool_result")
+
+
+class RecordError(ValueError):
+    """A record does not describe a history item."""
+
+
+def item_to_record(item: Item) -> dict[str, Any]:
+    """The item's fields with its `type`, as one session log line holds them."""
+    if isinstance(item, UserMessage):
+        return {"type": "user", "text": item.text}
+    if isinstance(item, AssistantMessage):
+        calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in item.tool_calls]
+        return {"type": "assistant", "text": item.text, "tool_calls": calls}
+    if isinstance(item, ToolResult):
+        return {
+            "type": "tool_result",
+            "call_id": item.call_id,
+            "tool": item.tool,
+            "output": item.output,
+            "is_error": item.is_error,
+        }
+    raise TypeError(f"not a history item: {type(item).__name__}")
+
+
+def item_from_record(record: dict[str, Any]) -> Item:
+    """Inverse of :func:`item_to_record`; raises RecordError naming what is wrong."""
+    kind = record.get("type")
+    try:
+        if kind == "user":
+            return UserMessage(_str(record, "text"))
+        if kind == "assistant":
+            calls = record.get("tool_calls") or []
+            if not isinstance(calls, list):
+                raise RecordError("tool_calls must be a list")
+            return AssistantMessage(
+                _str(record, "text", default=""),
+                tuple(
+                    ToolCall(_str(c, "id"), _str(c, "name"), c.get("arguments", {}))
+                    for c in calls
+                    if _is_object(c, "tool call")
+                ),
+            )
+        if kind == "tool_result":
+            is_error = record.get("is_error", False)
+            if not isinstance(is_error, bool):
+                raise RecordError("is_error must be true or false")
+            return ToolResult(
+                _str(record, "call_id"), _str(record, "tool"), _str(record, "output"), is_error
+            )
+    except AttributeError:
+        raise RecordError("tool calls must be objects") from None
+    raise RecordError(f"unknown item type {kind!r} (expected one of {', '.join(ITEM_TYPES)})")
+
+
+def _is_object(value: Any, what: str) -> bool:
+    if not isinstance(value, dict):
+        raise RecordError(f"each {what} must be an object")
+    return True
+
+
+_MISSING = object()
+
+
+def _str(record: dict[str, Any], key: str, *, default: Any = _MISSING) -> str:
+    value = record.get(key, default)
+    if value is _MISSING:
+        raise RecordError(f"missing field {key!r}")
+    if value is None and default is not _MISSING:
+        return default
+    if not isinstance(value, str):
+        raise RecordError(f"field {key!r} must be a string")
+    return value

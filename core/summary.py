@@ -1,0 +1,190 @@
+"""The summary that enters the history in place of a stored output (SPEC 2.4).
+
+Byte-exact: lines joined by "\\n", no trailing newline, never more than
+``policy.summary_limit`` UTF-8 bytes. When the full summary would be longer, every shown
+line (text lines, the schema line, element lines) is cut to one common width: the largest
+that fits. Object summaries instead keep as many whole key lines as fit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from core.blob_id import BlobId
+from core.content import Content, Structured, Text, decode_text, encode_text
+from core.json_values import display_key, dumps_compact, json_type, shape
+from core.lines import count_lines, head_lines, tail_lines
+from core.policy import DEFAULT_POLICY, Policy
+
+ELLIPSIS = "…"
+_ELLIPSIS_BYTES = ELLIPSIS.encode()
+KEY_LINE_WIDTH = 80  # an object's key lines are cut to this before counting what fits
+
+
+def summarize(blob_id: BlobId, content: Content, policy: Policy = DEFAULT_POLICY) -> str:
+    """The history text for *content* stored under *blob_id*."""
+    ref = f"[blob:{blob_id}]"
+    if isinstance(content, Text):
+        return _text_summary(ref, content.text, policy)
+    if not isinstance(content, Structured):
+        raise TypeError(f"content must be Text or Structured, got {type(content).__name__}")
+    value = content.value
+    if isinstance(value, list):
+        return _array_summary(ref, value, policy)
+    if isinstance(value, dict):
+        return _object_summary(ref, value, policy)
+    line = _Shown.of(dumps_compact(value), policy.summary_limit)
+    header = f"{ref} json_{json_type(value)} | {line.size} bytes"
+    return _fit([header, "── head ──", line], policy.summary_limit)
+
+
+@dataclass(frozen=True, slots=True)
+class _Shown:
+    """A line that may be cut: enough of its UTF-8 prefix for any width, and its size.
+
+    A huge line is never encoded whole: no width can exceed the summary limit, so the
+    first ``limit`` characters (at least ``limit`` bytes) are all any cut can keep.
+    """
+
+    prefix: bytes
+    size: int  # exact when it fits the limit, else some number above the limit
+
+    @classmethod
+    def of(cls, line: str, limit: int) -> _Shown:
+        prefix = encode_text(line[: limit + 1])
+        if len(line) <= limit + 1:
+            return cls(prefix, len(prefix))
+        return cls(prefix, max(len(prefix), limit + 1))
+
+    def cut(self, width: int) -> bytes:
+        if self.size <= width:
+            return self.prefix
+        return cut_utf8(self.prefix, max(width - len(_ELLIPSIS_BYTES), 0)) + _ELLIPSIS_BYTES
+
+
+def cut_utf8(data: bytes, size: int) -> bytes:
+    """The longest prefix of *data* of at most *size* bytes that ends on a character boundary."""
+    if size >= len(data):
+        return data
+    while size > 0 and data[size] & 0xC0 == 0x80:  # a continuation byte: inside a character
+        size -= 1
+    return data[:size]
+
+
+def cut_line(line: str, width: int) -> str:
+    """*line* if it is at most *width* bytes, else its cut prefix followed by `…`."""
+    return decode_text(_Shown.of(line, width).cut(width))
+
+
+Part = str | _Shown  # a str is never cut (headers, markers); a _Shown is
+
+
+def _fit(parts: list[Part], limit: int) -> str:
+    fixed = sum(len(encode_text(p)) for p in parts if isinstance(p, str))
+    shown = [p for p in parts if isinstance(p, _Shown)]
+    newlines = len(parts) - 1
+
+    def total(width: int) -> int:
+        return fixed + newlines + sum(len(p.cut(width)) for p in shown)
+
+    widest = max((p.size for p in shown), default=0)
+    width = widest
+    if total(widest) > limit:
+        low, high = 0, min(widest, limit)  # total(width) grows with width
+        while low < high:
+            middle = (low + high + 1) // 2
+            if total(middle) <= limit:
+                low = middle
+            else:
+                high = middle - 1
+        width = low
+    return "\n".join(p if isinstance(p, str) else decode_text(p.cut(width)) for p in parts)
+
+
+def _text_summary(ref: str, text: str, policy: Policy) -> str:
+    count = count_lines(text)
+    limit = policy.summary_limit
+    head = head_lines(text, min(policy.head_lines, count))
+    parts: list[Part] = [f"{ref} text | {count} lines", "── head ──"]
+    parts += [_Shown.of(line, limit) for line in head]
+    if count > policy.head_lines:
+        tail = tail_lines(text, min(policy.tail_lines, count - policy.head_lines))
+        if tail:
+            parts.append("── tail ──")
+            parts += [_Shown.of(line, limit) for line in tail]
+    return _fit(parts, limit)
+
+
+def _bounded_join(pieces: Iterable[str], separator: str, limit: int) -> str:
+    """Join *pieces*, stopping once the result is longer than *limit* characters."""
+    out: list[str] = []
+    length = 0
+    for piece in pieces:
+        out.append(piece)
+        length += len(piece) + len(separator)
+        if length > limit + 1:
+            break
+    return separator.join(out)
+
+
+def schema_line(first: Any, limit: int) -> str:
+    """The schema of an array, from its first element (bounded for huge objects)."""
+    if isinstance(first, dict):
+        if not first:
+            return "(empty)"
+        keys = (f"{key}: {json_type(value)}" for key, value in first.items())
+        return _bounded_join(keys, ", ", limit)
+    return json_type(first)
+
+
+def _array_summary(ref: str, items: list[Any], policy: Policy) -> str:
+    limit = policy.summary_limit
+    schema = schema_line(items[0], limit) if items else "(empty)"
+    parts: list[Part] = [f"{ref} json_array | {len(items)} entries", "── schema ──"]
+    parts.append(_Shown.of(schema, limit))
+    if items:
+        parts.append("── head ──")
+        head = items[: policy.json_head_entries]
+        parts += [_Shown.of(dumps_compact(item), limit) for item in head]
+    return _fit(parts, limit)
+
+
+def key_lines(value: dict[str, Any]) -> Iterator[str]:
+    for key, item in value.items():
+        yield f"{display_key(key)}: {shape(item)}"
+
+
+def _object_summary(ref: str, value: dict[str, Any], policy: Policy) -> str:
+    limit = policy.summary_limit
+    lines = [f"{ref} json_object | {len(value)} keys", "── keys ──"]
+    size = len(encode_text("\n".join(lines)))
+    whole: list[str] = []
+    for line in key_lines(value):
+        size += 1 + len(encode_text(line[: limit + 1]))
+        if size > limit:
+            break
+        whole.append(line)
+    else:
+        return "\n".join(lines + whole)
+
+    # Too long: cut every key line to KEY_LINE_WIDTH, keep as many as fit with the trailer.
+    size = len(encode_text("\n".join(lines)))
+    kept: list[str] = []
+    for line in key_lines(value):
+        cut = cut_line(line, KEY_LINE_WIDTH)
+        remaining = len(value) - len(kept) - 1
+        trailer = 0 if remaining == 0 else 1 + len(_more_keys(remaining).encode())
+        if size + 1 + len(encode_text(cut)) + trailer > limit:
+            break
+        kept.append(cut)
+        size += 1 + len(encode_text(cut))
+    more = len(value) - len(kept)
+    if more:
+        kept.append(_more_keys(more))
+    return "\n".join(lines + kept)
+
+
+def _more_keys(count: int) -> str:
+    return f"{ELLIPSIS} +{count} more keys"
