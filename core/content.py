@@ -22,6 +22,15 @@ def decode_text(data: bytes) -> str:
     return data.decode("utf-8", UTF8_ERRORS)
 
 
+def cut_utf8(data: bytes, size: int) -> bytes:
+    """The longest prefix of *data* of at most *size* bytes that ends on a character boundary."""
+    if size >= len(data):
+        return data
+    while size > 0 and data[size] & 0xC0 == 0x80:  # a continuation byte: inside a character
+        size -= 1
+    return data[:size]
+
+
 def utf8_size(text: str) -> int:
     """Size of *text* in UTF-8 bytes, the unit of every limit."""
     if text.isascii():

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.blob_id import BlobId
-from core.content import Content, Structured, Text, decode_text, encode_text
+from core.content import Content, Structured, Text, cut_utf8, decode_text, encode_text
 from core.json_values import display_key, dumps_compact, json_type, shape
 from core.lines import count_lines, head_lines, tail_lines
 from core.policy import DEFAULT_POLICY, Policy
@@ -62,15 +62,6 @@ class _Shown:
         if self.size <= width:
             return self.prefix
         return cut_utf8(self.prefix, max(width - len(_ELLIPSIS_BYTES), 0)) + _ELLIPSIS_BYTES
-
-
-def cut_utf8(data: bytes, size: int) -> bytes:
-    """The longest prefix of *data* of at most *size* bytes that ends on a character boundary."""
-    if size >= len(data):
-        return data
-    while size > 0 and data[size] & 0xC0 == 0x80:  # a continuation byte: inside a character
-        size -= 1
-    return data[:size]
 
 
 def cut_line(line: str, width: int) -> str:

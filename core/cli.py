@@ -1,0 +1,113 @@
+"""`python -m core`: promote a tool output from the shell, or inspect a stored blob.
+
+    python -m core store [--dir DIR] [FILE|-]
+    python -m core inspect [--dir DIR] BLOB_ID [SELECTOR]
+
+Both print exactly what the model would read (followed by a newline when the text does
+not end with one). Errors go to stderr, one line, exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from core.blob_errors import BlobStoreError
+from core.blob_store import FsBlobStore
+from core.content import encode_text
+from core.inspect_tool import InspectError, inspect_blob
+from core.promotion import admit_sync, promote
+
+EXIT_ERROR = 2
+
+
+class CliError(Exception):
+    """A user-facing failure: printed as one line, exit status 2."""
+
+
+def default_blob_dir() -> Path:
+    return Path(os.environ.get("BLOBVIEWER_DATA", "data")) / "blobs"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m core", description="Keep large tool outputs out of an agent's context."
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    store = commands.add_parser(
+        "store", help="promote a tool output and print what would enter the history"
+    )
+    store.add_argument("file", nargs="?", default="-", help="the output to read (default: stdin)")
+    inspect = commands.add_parser("inspect", help="print what the inspect tool returns")
+    inspect.add_argument("blob_id")
+    inspect.add_argument("selector", nargs="?", help="e.g. lines:20-50, slice:0..5, key:results")
+    for command in (store, inspect):
+        command.add_argument(
+            "--dir",
+            type=Path,
+            default=None,
+            help="the blob store directory (default: $BLOBVIEWER_DATA/blobs, else ./data/blobs)",
+        )
+    demo = commands.add_parser("demo", help="run the demo agent session into a data directory")
+    demo.add_argument(
+        "--data",
+        type=Path,
+        default=None,
+        help="data directory (default: $BLOBVIEWER_DATA or ./data)",
+    )
+    return parser
+
+
+def _read_input(name: str) -> str:
+    try:
+        data = sys.stdin.buffer.read() if name == "-" else Path(name).read_bytes()
+    except OSError as error:
+        raise CliError(f"cannot read {name}: {error.strerror}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        where = "stdin" if name == "-" else name
+        raise CliError(f"{where} is not UTF-8 text (bad byte at offset {error.start})") from None
+
+
+def _store(args: argparse.Namespace) -> str:
+    output = _read_input(args.file)
+    store = FsBlobStore(args.dir or default_blob_dir())
+    return admit_sync(promote(output), store).text
+
+
+def _inspect(args: argparse.Namespace) -> str:
+    store = FsBlobStore(args.dir or default_blob_dir())
+    return inspect_blob(store, args.blob_id, args.selector)
+
+
+def _demo(args: argparse.Namespace) -> str:
+    from core.demo import demo_main  # imported late: the demo pulls in the Worker and tools
+
+    data_dir = args.data or Path(os.environ.get("BLOBVIEWER_DATA", "data"))
+    return demo_main(data_dir)
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], str]] = {
+    "store": _store,
+    "inspect": _inspect,
+    "demo": _demo,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        text = COMMANDS[args.command](args)
+    except (CliError, InspectError, BlobStoreError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_ERROR
+    out = sys.stdout.buffer
+    out.write(encode_text(text))
+    if not text.endswith("\n"):
+        out.write(b"\n")
+    out.flush()
+    return 0

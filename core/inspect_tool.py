@@ -1,0 +1,320 @@
+"""The built-in `inspect` tool: what the model reads of a stored blob (SPEC 2.8).
+
+The result starts with a header line `[blob:<id>] ...`, then the selected content, and
+never exceeds ``policy.inspect_limit`` bytes: it stops at the last whole line that fits
+and ends with `… truncated — continue with <selector>`, naming the exact next selector.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from core.blob_errors import BlobStoreError
+from core.blob_id import BlobId, parse_blob_id
+from core.blob_store import BlobStore, FsBlobStore
+from core.content import (
+    Content,
+    Structured,
+    Text,
+    cut_utf8,
+    decode_text,
+    encode_text,
+    utf8_size,
+)
+from core.json_values import display_key, dumps_compact, dumps_for_storage, dumps_indented, shape
+from core.policy import DEFAULT_POLICY, Policy
+from core.selectors import (
+    GrepView,
+    Key,
+    Lines,
+    LinesView,
+    Selector,
+    SelectorError,
+    Slice,
+    ValueView,
+    evaluate,
+    parse_selector,
+)
+from core.summary import ELLIPSIS, key_lines, schema_line
+
+INSPECT_NAME = "inspect"
+INSPECT_PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "blob_id": {
+            "type": "string",
+            "description": "The id in a [blob:<id>] reference, e.g. 0190f5e2-...",
+        },
+        "selector": {
+            "type": "string",
+            "description": "Which part to read; omit it for an overview. See the description.",
+        },
+    },
+    "required": ["blob_id"],
+    "additionalProperties": False,
+}
+INSPECT_DESCRIPTION = """\
+Read a stored tool output. Large tool outputs are not put in the conversation: you see a \
+summary that starts with [blob:<id>]. Call inspect with that id to read more of it.
+Without a selector you get the kind, size and beginning of the blob. Selectors:
+- lines:20-50  lines 20 to 50 of a text (numbered from 1); lines:20 one line; lines:20- to the end
+- slice:3..8   entries 3 to 7 of a JSON array (from 0, end excluded); also 3.. ..8 3..=8
+- key:results  the value of one key of a JSON object; key:"a|b" quotes a key with | in it
+- grep:regex   the lines of a text that match a Python regex, as <line number>: <line>
+Chain steps with |, e.g. key:results | slice:0..5  or  key:log | grep:ERROR  or \
+lines:100-200 | grep:def . Results are capped at about 8 KB; a cut result ends with \
+"continue with <selector>" naming the selector that reads on."""
+
+
+class InspectError(Exception):
+    """Unknown or malformed blob id, missing blob, or a bad selector; one-line message."""
+
+
+async def inspect_blob_async(
+    store: BlobStore, blob_id: str, selector: str | None = None, policy: Policy = DEFAULT_POLICY
+) -> str:
+    """What the inspect tool returns for *blob_id* and *selector*; raises InspectError."""
+    parsed_id, parsed = _parse(blob_id, selector)
+    try:
+        content = await store.load(parsed_id)
+    except BlobStoreError as error:
+        raise InspectError(str(error)) from None
+    return _render_or_raise(parsed_id, content, parsed, policy)
+
+
+def inspect_blob(
+    store: FsBlobStore, blob_id: str, selector: str | None = None, policy: Policy = DEFAULT_POLICY
+) -> str:
+    """:func:`inspect_blob_async` for synchronous callers (the CLI, the web site)."""
+    parsed_id, parsed = _parse(blob_id, selector)
+    try:
+        content = store.load_sync(parsed_id)
+    except BlobStoreError as error:
+        raise InspectError(str(error)) from None
+    return _render_or_raise(parsed_id, content, parsed, policy)
+
+
+def _parse(blob_id: str, selector: str | None) -> tuple[BlobId, Selector]:
+    try:
+        return parse_blob_id(blob_id), parse_selector(selector)
+    except (BlobStoreError, SelectorError) as error:
+        raise InspectError(str(error)) from None
+
+
+def _render_or_raise(blob_id: BlobId, content: Content, selector: Selector, policy: Policy) -> str:
+    try:
+        return render_inspect(blob_id, content, selector, policy)
+    except SelectorError as error:
+        raise InspectError(str(error)) from None
+
+
+# -- rendering ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Unit:
+    """A run of output lines that is kept or dropped whole, and the selector that resumes
+    the output at it. A single-line unit that alone exceeds the limit is cut."""
+
+    lines: list[str]
+    resume: Selector | None
+    label: str = "line"  # how the note on a cut line names it
+
+
+def render_inspect(
+    blob_id: BlobId, content: Content, selector: Selector | str | None, policy: Policy
+) -> str:
+    """The inspect result for *content*; raises SelectorError for a selector that misfits."""
+    if not isinstance(selector, Selector):
+        selector = parse_selector(selector)
+    ref = f"[blob:{blob_id}]"
+    if not selector:
+        header, units, more = _overview(ref, content, policy)
+    else:
+        view = evaluate(selector, content)
+        description, units = _selected(view, selector)
+        name = "" if len(selector.steps) == 1 else f"{selector} → "
+        header, more = f"{ref} {name}{description}", None
+    return _cap(header, units, more, policy.inspect_limit)
+
+
+def _overview(ref: str, content: Content, policy: Policy) -> tuple[str, list[_Unit], str | None]:
+    head = policy.inspect_head_lines
+    if isinstance(content, Text):
+        text = content.text
+        view = evaluate(None, content)
+        assert isinstance(view, LinesView)
+        header = f"{ref} text | {view.total} lines | {utf8_size(text)} bytes"
+        shown = min(head, view.total)
+        units = [_Unit([line], Selector((Lines(n, shown),))) for n, line in view.numbered(1, shown)]
+        more = None
+        if view.total > shown:
+            more = f"{ELLIPSIS} {view.total - shown} more lines — continue with " + str(
+                Lines(shown + 1, min(view.total, 2 * shown) or None)
+            )
+        return header, units, more
+    assert isinstance(content, Structured)
+    value = content.value
+    size = len(dumps_for_storage(value))
+    if isinstance(value, list):
+        header = f"{ref} json_array | {len(value)} entries | {size} bytes"
+        shown = min(head, len(value))
+        units = [
+            _Unit(["── schema ──", schema_line(value[0], 1 << 20) if value else "(empty)"], None)
+        ]
+        if value:
+            units.append(_Unit(["── head ──"], Selector((Slice(0, shown),))))
+            units += [
+                _Unit([dumps_compact(item)], Selector((Slice(i, shown),)), "entry")
+                for i, item in enumerate(value[:shown])
+            ]
+        more = None
+        if len(value) > shown:
+            more = f"{ELLIPSIS} {len(value) - shown} more entries — continue with " + str(
+                Slice(shown, min(len(value), 2 * shown))
+            )
+        return header, units, more
+    if isinstance(value, dict):
+        header = f"{ref} json_object | {len(value)} keys | {size} bytes"
+        keys = list(value)
+        units = [_Unit(["── keys ──"], None)]
+        units += [
+            _Unit([line], Selector((Key(keys[i]),)), "key line")
+            for i, line in enumerate(key_lines(value))
+        ]
+        return header, units, None
+    header = f"{ref} json_{shape(value)} | {size} bytes"
+    return header, [_Unit([dumps_compact(value)], None, "value")], None
+
+
+def _selected(view: Any, selector: Selector) -> tuple[str, list[_Unit]]:
+    steps = selector.steps
+    prefix = Selector(steps[:-1])
+    last = steps[-1]
+    if isinstance(view, LinesView):
+        assert isinstance(last, Lines)
+        description = f"lines {view.first}-{view.last} of {view.total}"
+        return description, [
+            _Unit([line], prefix.then(Lines(n, last.end))) for n, line in view.numbered()
+        ]
+    if isinstance(view, GrepView):
+        # Resume after a match by narrowing the lines the regex runs over.
+        narrowed = prefix
+        end = view.last if view.last < view.total else None
+        if narrowed.steps and isinstance(narrowed.steps[-1], Lines):
+            end = narrowed.steps[-1].end
+            narrowed = Selector(narrowed.steps[:-1])
+        description = (
+            f"grep {last.pattern}: {len(view.matches)} of {view.last - view.first + 1} lines match"
+        )
+        return description, [
+            _Unit([f"{n}: {line}"], narrowed.then(Lines(n, end), last)) for n, line in view.matches
+        ]
+    assert isinstance(view, ValueView)
+    if isinstance(last, Slice):
+        start = view.start or 0
+        stop = start + len(view.value)
+        description = f"slice {start}..{stop} of {view.total} entries"
+        end = last.end + int(last.inclusive) if last.end is not None else None
+        return description, [
+            _Unit([dumps_compact(item)], prefix.then(Slice(start + i, end)), "entry")
+            for i, item in enumerate(view.value)
+        ]
+    assert isinstance(last, Key)
+    value = view.value
+    description = f"key {display_key(last.name)}: {shape(value)}"
+    if isinstance(value, str):
+        lines_view = evaluate(Selector((Lines(1, None),)), Text(value)) if value else None
+        units = []
+        if isinstance(lines_view, LinesView):
+            units = [
+                _Unit([line], selector.then(Lines(n, None))) for n, line in lines_view.numbered()
+            ]
+        return description, units
+    return description, _json_units(value, selector)
+
+
+def _json_units(value: Any, selector: Selector) -> list[_Unit]:
+    """Indented JSON, grouped by top-level entry so a cut resumes at the next entry."""
+    if isinstance(value, list) and value:
+        groups = [
+            (_indent(dumps_indented(item)), selector.then(Slice(i, None)))
+            for i, item in enumerate(value)
+        ]
+    elif isinstance(value, dict) and value:
+        groups = [
+            (_indent(f"{dumps_compact(k)}: {dumps_indented(v)}"), selector.then(Key(k)))
+            for k, v in value.items()
+        ]
+    else:
+        return [_Unit([dumps_indented(value)], None)]
+    opening, closing = ("[", "]") if isinstance(value, list) else ("{", "}")
+    units = [_Unit([opening], groups[0][1])]
+    for index, (lines, resume) in enumerate(groups):
+        if index < len(groups) - 1:
+            lines[-1] += ","
+        units.append(_Unit(lines, resume))
+    units.append(_Unit([closing], None))
+    return units
+
+
+def _indent(text: str) -> list[str]:
+    return ["  " + line for line in text.split("\n")]
+
+
+def _cap(header: str, units: list[_Unit], more: str | None, limit: int) -> str:
+    """Join header and units, stopping at the last whole unit that fits in *limit* bytes.
+
+    While adding a unit, room is kept for whatever must follow it: the `more` line after
+    the last unit, else the trailer that would resume at the next unit.
+    """
+    out = [header]
+    size = utf8_size(header)
+    for index, unit in enumerate(units):
+        unit_size = sum(1 + utf8_size(line) for line in unit.lines)
+        if index + 1 < len(units):
+            resume = units[index + 1].resume
+            reserve = 1 + utf8_size(_trailer(resume)) if resume else 0
+        else:
+            reserve = 1 + utf8_size(more) if more else 0
+        if size + unit_size + reserve <= limit:
+            out += unit.lines
+            size += unit_size
+            continue
+        if index + 1 == len(units) and size + unit_size <= limit:
+            out += unit.lines  # the whole content fits without the hint line
+            return "\n".join(out)
+        if len(out) == 1:  # nothing of the body fits whole: show its start
+            return "\n".join(out + _cut_unit(unit, units[index + 1 :], limit - size))
+        if unit.resume is not None:
+            out.append(_trailer(unit.resume))
+        return "\n".join(out)
+    if more:
+        out.append(more)
+    return "\n".join(out)
+
+
+def _cut_unit(unit: _Unit, rest: list[_Unit], room: int) -> list[str]:
+    """The part of a too-big first unit that fits in *room* bytes, and where to go on."""
+    if len(unit.lines) > 1:
+        resume = unit.resume  # resuming at it drills into the entry, rendered differently
+        reserve = 1 + utf8_size(_trailer(resume)) if resume else 0
+        shown: list[str] = []
+        for line in unit.lines:
+            if (needed := 1 + utf8_size(line)) + reserve > room:
+                break
+            shown.append(line)
+            room -= needed
+        return shown + ([_trailer(resume)] if resume else [])
+    line = unit.lines[0]
+    after = next((u.resume for u in rest if u.resume is not None), None)
+    tail = [_trailer(after)] if after else []
+    note = f"{ELLIPSIS} this {unit.label} is {utf8_size(line)} bytes; only its start is shown"
+    room -= 1 + (1 + utf8_size(note)) + sum(1 + utf8_size(t) for t in tail)
+    cut = cut_utf8(encode_text(line[: max(room, 0)]), max(room - len(ELLIPSIS.encode()), 0))
+    return [decode_text(cut) + ELLIPSIS, note, *tail]
+
+
+def _trailer(selector: Selector) -> str:
+    return f"{ELLIPSIS} truncated — continue with {selector}"

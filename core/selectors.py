@@ -1,0 +1,386 @@
+"""Selectors: the one parser and evaluator behind `inspect`, the CLI and the web viewer.
+
+    selector := step ( "|" step )*        whitespace around "|" is ignored
+    step     := lines:A-B | lines:A | lines:A- | slice:<Rust range> | key:<name> | grep:<regex>
+
+Line numbers (`lines:`, `grep:`) always count in the text they were reached from (the blob,
+or a string value), so `lines:` after `lines:` narrows the range and `grep:` after
+`lines:` reports the text's own line numbers. Likewise `slice:` after `slice:` narrows.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from core.content import Content, Structured, Text
+from core.json_values import display_key, json_type
+from core.lines import count_lines, line_slice, split_lines
+
+STEP_NAMES = ("lines", "slice", "key", "grep")
+FORMS = "lines:A-B, slice:A..B, key:name or grep:regex"
+
+
+class SelectorError(ValueError):
+    """A selector is malformed or does not fit the blob; the message is one line."""
+
+
+# -- the parsed form ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Lines:
+    start: int
+    end: int | None  # inclusive; None means "to the last line"
+    single: bool = False  # written as lines:A
+
+    def __str__(self) -> str:
+        if self.single:
+            return f"lines:{self.start}"
+        return f"lines:{self.start}-{'' if self.end is None else self.end}"
+
+
+@dataclass(frozen=True, slots=True)
+class Slice:
+    start: int | None
+    end: int | None  # exclusive unless inclusive; None means open
+    inclusive: bool = False
+
+    def __str__(self) -> str:
+        start = "" if self.start is None else self.start
+        end = "" if self.end is None else self.end
+        return f"slice:{start}..{'=' if self.inclusive else ''}{end}"
+
+    def bounds(self, size: int) -> tuple[int, int]:
+        """Half-open [start, stop) clamped to an array of *size* entries."""
+        start = 0 if self.start is None else self.start
+        stop = size if self.end is None else self.end + int(self.inclusive)
+        return min(start, size), min(stop, size)
+
+
+@dataclass(frozen=True, slots=True)
+class Key:
+    name: str
+
+    def __str__(self) -> str:
+        return f"key:{_quote_if_needed(self.name)}"
+
+
+@dataclass(frozen=True, slots=True)
+class Grep:
+    pattern: str
+    regex: re.Pattern[str]
+
+    def __str__(self) -> str:
+        return f"grep:{_quote_if_needed(self.pattern)}"
+
+
+Step = Lines | Slice | Key | Grep
+
+
+@dataclass(frozen=True, slots=True)
+class Selector:
+    steps: tuple[Step, ...] = ()
+
+    def __str__(self) -> str:
+        return " | ".join(str(step) for step in self.steps)
+
+    def __bool__(self) -> bool:
+        return bool(self.steps)
+
+    def then(self, *steps: Step) -> Selector:
+        return Selector(self.steps + steps)
+
+
+def _quote_if_needed(name: str) -> str:
+    if not name or name != name.strip() or "|" in name or name.startswith('"'):
+        return json.dumps(name, ensure_ascii=False)
+    if any(ch < " " for ch in name):
+        return json.dumps(name, ensure_ascii=False)
+    return name
+
+
+# -- parsing --------------------------------------------------------------------------------
+
+_STEP_START = re.compile(r"\s*([A-Za-z_]+)\s*:")
+_NEXT_STEP = re.compile(r"\|\s*(?:lines|slice|key|grep)\s*:")
+_LINES = re.compile(r"(\d+)(?:\s*(-)\s*(\d*))?")
+_SLICE = re.compile(r"(\d*)\s*\.\.(=?)\s*(\d*)")
+_JSON = json.JSONDecoder()
+
+
+def parse_selector(text: str | None) -> Selector:
+    """Parse *text*; None or blank is the empty selector. Raises SelectorError."""
+    if text is None or not text.strip():
+        return Selector()
+    if not isinstance(text, str):
+        raise SelectorError(f"a selector must be a string, got {type(text).__name__}")
+    steps: list[Step] = []
+    position = 0
+    while True:
+        match = _STEP_START.match(text, position)
+        if not match:
+            rest = text[position:].strip()
+            if not rest:
+                raise SelectorError(f"the selector ends with '|'; expected {FORMS} after it")
+            hint = ' (quote a key or regex that contains "|" as JSON: key:"a|b")' if steps else ""
+            raise SelectorError(f"expected {FORMS}; got {_shown(rest)}{hint}")
+        name = match.group(1).lower()
+        if name not in STEP_NAMES:
+            raise SelectorError(f"unknown selector {name + ':'!r}; expected {FORMS}")
+        position = match.end()
+        argument, position = _argument(text, position, name)
+        steps.append(_step(name, argument))
+        if position >= len(text):
+            return Selector(tuple(steps))
+        position += 1  # past the "|"
+
+
+def _argument(text: str, position: int, name: str) -> tuple[str | _Quoted, int]:
+    """The step's argument and the position of the "|" after it (or the end)."""
+    start = position
+    while start < len(text) and text[start].isspace():
+        start += 1
+    if name in ("key", "grep") and text.startswith('"', start):
+        try:
+            value, end = _JSON.raw_decode(text, start)
+        except json.JSONDecodeError as error:
+            raise SelectorError(f"{name}: bad quoted string: {error.msg}") from None
+        rest = text[end:]
+        stripped = rest.lstrip()
+        if stripped and not stripped.startswith("|"):
+            raise SelectorError(f"{name}: expected '|' or the end after the quoted string")
+        return _Quoted(value), end + (len(rest) - len(stripped))
+    if name == "grep":
+        # A regex may use "|" itself; only a "|" that starts another step ends it.
+        match = _NEXT_STEP.search(text, start)
+        end = match.start() if match else len(text)
+    else:
+        end = text.find("|", start)
+        end = len(text) if end < 0 else end
+    return text[start:end].strip(), end
+
+
+@dataclass(frozen=True, slots=True)
+class _Quoted:
+    value: object
+
+
+def _step(name: str, argument: str | _Quoted) -> Step:
+    if name == "lines":
+        return _lines_step(argument)
+    if name == "slice":
+        return _slice_step(argument)
+    if isinstance(argument, _Quoted):
+        if not isinstance(argument.value, str):
+            raise SelectorError(f"{name}: the quoted value must be a JSON string")
+        argument = argument.value
+    if name == "key":
+        if not argument:
+            raise SelectorError('key: expects a key name, e.g. key:results (or key:"" for "")')
+        return Key(argument)
+    if not argument:
+        raise SelectorError("grep: expects a regex, e.g. grep:error|warning")
+    try:
+        return Grep(argument, re.compile(argument))
+    except (re.error, OverflowError, RecursionError, ValueError) as error:
+        raise SelectorError(f"grep: invalid regex {_shown(argument)}: {error}") from None
+
+
+def _lines_step(argument: str | _Quoted) -> Lines:
+    expected = "lines: expects A-B, A or A- with line numbers from 1 (e.g. lines:20-50)"
+    match = _LINES.fullmatch(argument) if isinstance(argument, str) else None
+    if not match:
+        raise SelectorError(f"{expected}; got {_shown(str(argument))}")
+    start = int(match.group(1))
+    end = int(match.group(3)) if match.group(3) else None
+    if start < 1:
+        raise SelectorError("lines: line numbers start at 1")
+    if end is not None and end < start:
+        raise SelectorError(f"lines:{start}-{end}: the end is before the start")
+    single = match.group(2) is None
+    return Lines(start, start if single else end, single=single)
+
+
+def _slice_step(argument: str | _Quoted) -> Slice:
+    expected = "slice: expects a range of entry indexes from 0: A..B, A.., ..B, A..=B or .."
+    match = _SLICE.fullmatch(argument) if isinstance(argument, str) else None
+    if not match:
+        raise SelectorError(f"{expected} (e.g. slice:0..10); got {_shown(str(argument))}")
+    start = int(match.group(1)) if match.group(1) else None
+    inclusive = bool(match.group(2))
+    end = int(match.group(3)) if match.group(3) else None
+    if inclusive and end is None:
+        raise SelectorError("slice: ..= needs an end, e.g. slice:0..=9")
+    if start is not None and end is not None and start > (end + 1 if inclusive else end):
+        raise SelectorError(f"slice:{argument}: the start is after the end")
+    return Slice(start, end, inclusive)
+
+
+def _shown(text: str) -> str:
+    return repr(text if len(text) <= 60 else text[:57] + "...")
+
+
+# -- evaluation -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class LinesView:
+    """Lines *first*..*last* (1-based, inclusive) of *text*, which has *total* lines."""
+
+    text: str
+    first: int
+    last: int
+    total: int
+
+    def lines(self, start: int | None = None, end: int | None = None) -> list[str]:
+        """The lines in view, or those of them numbered *start*..*end*."""
+        start = self.first if start is None else max(start, self.first)
+        end = self.last if end is None else min(end, self.last)
+        if start == 1 and end >= self.total:
+            return split_lines(self.text)
+        return line_slice(self.text, start, end)
+
+    def numbered(
+        self, start: int | None = None, end: int | None = None
+    ) -> Iterator[tuple[int, str]]:
+        first = self.first if start is None else max(start, self.first)
+        return enumerate(self.lines(start, end), start=first)
+
+
+@dataclass(frozen=True, slots=True)
+class ValueView:
+    """A JSON value. For a slice, *value* is the selected entries, *start* the index of the
+    first of them and *total* the length of the array they come from."""
+
+    value: Any
+    start: int | None = None
+    total: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GrepView:
+    """Lines of a text that match *pattern*, as (line number, line), searched in first..last."""
+
+    matches: list[tuple[int, str]]
+    pattern: str
+    first: int
+    last: int
+    total: int
+
+
+View = LinesView | ValueView | GrepView
+
+
+def content_view(content: Content) -> View:
+    """The view of a whole blob: all of its lines, or its whole value."""
+    if isinstance(content, Text):
+        total = count_lines(content.text)
+        return LinesView(content.text, 1, total, total)
+    if isinstance(content, Structured):
+        return ValueView(content.value)
+    raise TypeError(f"content must be Text or Structured, got {type(content).__name__}")
+
+
+def kind_of(view: View) -> str:
+    if isinstance(view, LinesView):
+        return "text"
+    if isinstance(view, GrepView):
+        return "grep result"
+    if isinstance(view.value, list) and view.start is not None:
+        return "json_array"
+    return f"json_{json_type(view.value)}"
+
+
+def suggestion(view: View) -> str:
+    """Which selectors fit *view*, as advice for an error message."""
+    if isinstance(view, LinesView) or (isinstance(view, ValueView) and isinstance(view.value, str)):
+        return "try lines:1-40 or grep:<regex>"
+    if isinstance(view, GrepView):
+        return "grep: must be the last step"
+    if isinstance(view.value, list):
+        return "try slice:0..10"
+    if isinstance(view.value, dict):
+        if not view.value:
+            return "it has no keys"
+        return f"try {Key(next(iter(view.value)))}"
+    return "it has no parts to select; inspect it without a selector"
+
+
+def evaluate(selector: Selector | str | None, content: Content) -> View:
+    """Apply every step of *selector* to *content*; raises SelectorError."""
+    if not isinstance(selector, Selector):
+        selector = parse_selector(selector)
+    view = content_view(content)
+    for index, step in enumerate(selector.steps):
+        reached = "this blob" if index == 0 else str(Selector(selector.steps[:index]))
+        view = apply_step(step, view, reached=reached)
+    return view
+
+
+def apply_step(step: Step, view: View, *, reached: str = "this blob") -> View:
+    if isinstance(step, Lines | Grep):
+        text_view = _as_text(view)
+        if text_view is None:
+            raise _misapplied(step, "text", view, reached)
+        return _lines(step, text_view) if isinstance(step, Lines) else _grep(step, text_view)
+    if isinstance(step, Slice):
+        if not (isinstance(view, ValueView) and isinstance(view.value, list)):
+            raise _misapplied(step, "a JSON array", view, reached)
+        return _slice(step, view)
+    if not (isinstance(view, ValueView) and isinstance(view.value, dict)):
+        raise _misapplied(step, "a JSON object", view, reached)
+    if step.name not in view.value:
+        keys = ", ".join(display_key(k) for k in list(view.value)[:10])
+        more = f" (+{len(view.value) - 10} more)" if len(view.value) > 10 else ""
+        raise SelectorError(f"{step}: no such key; the keys are: {keys}{more}")
+    return ValueView(view.value[step.name])
+
+
+def _as_text(view: View) -> LinesView | None:
+    if isinstance(view, LinesView):
+        return view
+    if isinstance(view, ValueView) and isinstance(view.value, str) and view.start is None:
+        total = count_lines(view.value)
+        return LinesView(view.value, 1, total, total)
+    return None
+
+
+def _misapplied(step: Step, wanted: str, view: View, reached: str) -> SelectorError:
+    name = str(step).split(":", 1)[0]
+    kind = kind_of(view)
+    subject = "this blob is" if reached == "this blob" else f"{reached} gives"
+    return SelectorError(f"{name}: applies to {wanted}; {subject} {kind} — {suggestion(view)}")
+
+
+def _lines(step: Lines, view: LinesView) -> LinesView:
+    if step.start > view.total:
+        raise SelectorError(
+            f"{step}: line {step.start} is past the end; the text has {view.total} lines"
+        )
+    end = view.total if step.end is None else min(step.end, view.total)
+    first, last = max(step.start, view.first), min(end, view.last)
+    if first > last:
+        raise SelectorError(f"{step}: outside the lines in view ({view.first}-{view.last})")
+    return LinesView(view.text, first, last, view.total)
+
+
+def _grep(step: Grep, view: LinesView) -> GrepView:
+    search = step.regex.search
+    matches = [(n, line) for n, line in view.numbered() if search(line)]
+    return GrepView(matches, step.pattern, view.first, view.last, view.total)
+
+
+def _slice(step: Slice, view: ValueView) -> ValueView:
+    if view.start is None:  # the whole array
+        items, offset = view.value, 0
+        total = len(items)
+    else:  # narrowing an earlier slice: indexes still count in the original array
+        items, offset, total = view.value, view.start, view.total or 0
+    start, stop = step.bounds(total)
+    start, stop = max(start, offset), min(stop, offset + len(items))
+    stop = max(stop, start)
+    return ValueView(items[start - offset : stop - offset], start, total)
