@@ -35,8 +35,10 @@ def summarize(blob_id: BlobId, content: Content, policy: Policy = DEFAULT_POLICY
         return _array_summary(ref, value, policy)
     if isinstance(value, dict):
         return _object_summary(ref, value, policy)
-    line = _Shown.of(dumps_compact(value), policy.summary_limit)
-    header = f"{ref} json_{json_type(value)} | {line.size} bytes"
+    compact = dumps_compact(value)
+    line = _Shown.of(compact, policy.summary_limit)
+    # line.size is only exact up to the limit; the header gives the value's real size.
+    header = f"{ref} json_{json_type(value)} | {len(encode_text(compact))} bytes"
     return _fit([header, "── head ──", line], policy.summary_limit)
 
 
@@ -125,7 +127,8 @@ def schema_line(first: Any, limit: int) -> str:
     if isinstance(first, dict):
         if not first:
             return "(empty)"
-        keys = (f"{key}: {json_type(value)}" for key, value in first.items())
+        # display_key quotes a key with a line break, which would split the schema line.
+        keys = (f"{display_key(key)}: {json_type(value)}" for key, value in first.items())
         return _bounded_join(keys, ", ", limit)
     return json_type(first)
 

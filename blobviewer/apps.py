@@ -1,0 +1,9 @@
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class BlobviewerConfig(AppConfig):
+    name = "blobviewer"
+    verbose_name = "blobviewer"
+    default_auto_field = "django.db.models.BigAutoField"

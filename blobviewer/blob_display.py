@@ -1,0 +1,235 @@
+"""One page of a blob as the viewer shows it: the selected view, cut to fit a page.
+
+The selection itself is core's (`core.selectors`), so the page shows what the model would
+get. What this module adds is paging: a page holds at most LINES_PER_PAGE rows and about
+PAGE_BUDGET characters of content, and a line longer than LINE_CHARS is cut with a note,
+so the HTML stays small whatever the blob's size. Plain text pages go on with a `lines:`
+selector (the URL stays a selector the model could use); JSON and grep results go on with
+a `start` row number.
+
+A text blob with no selector, or with only `lines:` steps, is read through the blob's
+cached line index, so a page deep inside a 100 MB blob reads only the bytes it shows.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+from django.http import QueryDict
+from django.utils.html import escape
+
+from blobviewer.models import Blob
+from core.blob_store import FsBlobStore
+from core.json_values import dumps_indented
+from core.selectors import (
+    GrepView,
+    Lines,
+    LinesView,
+    Selector,
+    ValueView,
+    apply_step,
+    evaluate,
+)
+
+LINES_PER_PAGE = 500
+LINE_CHARS = 2_000
+PAGE_BUDGET = 120_000  # characters of escaped content per page
+_ROW_OVERHEAD = 64  # the markup around one row: its number, anchor and line break
+GREP_CONTEXT = 10  # lines shown above a grep match when following it into the text
+
+# Lone surrogates (kept losslessly by the store) cannot be sent as UTF-8.
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One line on the page. *number* is its line number in the text (None for JSON)."""
+
+    number: int | None
+    text: str
+    cut: int = 0  # characters of the line not shown
+    target: str | None = None  # grep rows: the selector that shows the match in its text
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    mode: str  # "lines" (numbered text), "json" (indented JSON) or "grep" (matches)
+    rows: list[Row]
+    caption: str  # e.g. "lines 1-500 of 2,000,000"
+    # Where the neighbouring pages are: a selector (text) and/or a start row (JSON, grep).
+    next_selector: str | None = None
+    prev_selector: str | None = None
+    next_start: int | None = None
+    prev_start: int | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def has_cut_lines(self) -> bool:
+        return any(row.cut for row in self.rows)
+
+
+def blob_page(blob: Blob, selector: Selector, *, store: FsBlobStore, start: int = 1) -> Page:
+    """The page of *blob* that *selector* selects; raises SelectorError for a bad fit."""
+    if blob.kind == "text" and blob.line_index and all(isinstance(s, Lines) for s in selector.steps):
+        return _indexed_lines_page(blob, selector, store=store)
+    view = evaluate(selector, store.load_sync(blob.id))
+    if isinstance(view, ValueView) and isinstance(view.value, str) and view.start is None:
+        # A string reached by key: reads as text, with its own line numbers.
+        view = apply_step(Lines(1, None), view, reached=str(selector))
+        if not view.total:
+            return Page("lines", [], "an empty string")
+    if isinstance(view, LinesView):
+        return _lines_page(view, selector)
+    if isinstance(view, GrepView):
+        return _grep_page(view, selector, start=start)
+    return _json_page(view, start=start)
+
+
+# --- text ----------------------------------------------------------------------------------
+
+
+def _indexed_lines_page(blob: Blob, selector: Selector, *, store: FsBlobStore) -> Page:
+    from core.line_index import LineIndex  # noqa: PLC0415 (moves to the top once core has it)
+
+    total = blob.count or 0
+    # The same steps on a text-less view give core's numbers and errors without the text.
+    view = LinesView("", 1, total, total)
+    for index, step in enumerate(selector.steps):
+        reached = "this blob" if index == 0 else str(Selector(selector.steps[:index]))
+        view = apply_step(step, view, reached=reached)
+    if not total:
+        return Page("lines", [], "an empty text")
+    end = min(view.last, view.first + LINES_PER_PAGE - 1)
+    path = store.path_of(blob.id)
+    index = LineIndex.from_json(blob.line_index)
+    lines = index.read_lines(path, view.first, end)
+    return _paged_lines(enumerate(lines, start=view.first), view, selector)
+
+
+def _lines_page(view: LinesView, selector: Selector) -> Page:
+    if not view.total:
+        return Page("lines", [], "an empty text")
+    end = min(view.last, view.first + LINES_PER_PAGE - 1)
+    return _paged_lines(view.numbered(view.first, end), view, selector)
+
+
+def _paged_lines(
+    numbered: Iterable[tuple[int, str]], view: LinesView, selector: Selector
+) -> Page:
+    rows = [Row(n, text, cut) for n, text, cut in _fit(numbered)]
+    shown_last = rows[-1].number if rows else view.first - 1
+    base = _without_trailing_lines(selector)
+    next_selector = prev_selector = None
+    if shown_last is not None and shown_last < view.last:
+        next_selector = str(base.then(Lines(shown_last + 1, view.last)))
+    if view.first > 1 and _ends_with_lines(selector):
+        prev_first = max(1, view.first - LINES_PER_PAGE)
+        prev_selector = str(base.then(Lines(prev_first, view.first - 1)))
+    caption = f"lines {view.first:,}-{shown_last:,} of {view.total:,}"
+    return Page("lines", rows, caption, next_selector=next_selector, prev_selector=prev_selector)
+
+
+def _without_trailing_lines(selector: Selector) -> Selector:
+    steps = list(selector.steps)
+    while steps and isinstance(steps[-1], Lines):
+        steps.pop()
+    return Selector(tuple(steps))
+
+
+def _ends_with_lines(selector: Selector) -> bool:
+    """Whether the page starts where a `lines:` step put it, so earlier lines can follow."""
+    return bool(selector.steps) and isinstance(selector.steps[-1], Lines)
+
+
+# --- grep ----------------------------------------------------------------------------------
+
+
+def _grep_page(view: GrepView, selector: Selector, *, start: int) -> Page:
+    total = len(view.matches)
+    first = min(max(start, 1), max(total, 1))
+    base = _without_trailing_lines(Selector(selector.steps[:-1]))
+    window = view.matches[first - 1 : first - 1 + LINES_PER_PAGE]
+    rows = []
+    for n, text, cut in _fit(window):
+        context = base.then(Lines(max(1, n - GREP_CONTEXT), n + LINES_PER_PAGE - GREP_CONTEXT))
+        rows.append(Row(n, text, cut, target=str(context)))
+    last = first + len(rows) - 1
+    caption = (
+        f"matches {first:,}-{last:,} of {total:,} for {selector.steps[-1]}"
+        if total
+        else f"no line matches {selector.steps[-1]}"
+    )
+    return Page(
+        "grep",
+        rows,
+        caption,
+        next_start=last + 1 if last < total else None,
+        prev_start=max(1, first - LINES_PER_PAGE) if first > 1 else None,
+    )
+
+
+# --- JSON ----------------------------------------------------------------------------------
+
+
+def _json_page(view: ValueView, *, start: int) -> Page:
+    text = dumps_indented(view.value)
+    total = text.count("\n") + 1
+    first = min(max(start, 1), total)
+    rows = [Row(None, line, cut) for _, line, cut in _fit(_json_lines(text, first))]
+    last = first + len(rows) - 1
+    caption = f"JSON lines {first:,}-{last:,} of {total:,}"
+    if view.start is not None:
+        stop = view.start + len(view.value)
+        caption = f"entries {view.start}..{stop} of {view.total:,} — {caption}"
+    return Page(
+        "json",
+        rows,
+        caption,
+        next_start=last + 1 if last < total else None,
+        prev_start=max(1, first - LINES_PER_PAGE) if first > 1 else None,
+    )
+
+
+def _json_lines(text: str, first: int) -> Iterator[tuple[int, str]]:
+    """Lines *first*.. of an indented JSON text, found without splitting all of it."""
+    position = 0
+    for _ in range(first - 1):
+        position = text.index("\n", position) + 1
+    number = first
+    while position <= len(text):
+        end = text.find("\n", position)
+        end = len(text) if end < 0 else end
+        yield number, text[position:end]
+        number += 1
+        position = end + 1
+
+
+# --- fitting a page ------------------------------------------------------------------------
+
+
+def _fit(numbered: Iterable[tuple[int, str]]) -> Iterator[tuple[int, str, int]]:
+    """(number, shown text, characters cut) for as many rows as fit on one page."""
+    budget = PAGE_BUDGET
+    for count, (number, line) in enumerate(numbered):
+        if count >= LINES_PER_PAGE:
+            return
+        shown = line[:LINE_CHARS]
+        if _SURROGATES.search(shown):
+            shown = _SURROGATES.sub("\ufffd", shown)
+        cost = len(escape(shown)) + _ROW_OVERHEAD
+        if count and cost > budget:
+            return
+        budget -= cost
+        yield number, shown, len(line) - len(shown)
+
+
+def selector_url(base_url: str, selector: str | None, start: int | None = None) -> str:
+    """*base_url* showing *selector* (from row *start*), as the selector box would ask."""
+    query = QueryDict(mutable=True)
+    if selector:
+        query["selector"] = selector
+    if start and start > 1:
+        query["start"] = str(start)
+    return f"{base_url}?{query.urlencode()}" if query else base_url

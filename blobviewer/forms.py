@@ -1,0 +1,81 @@
+"""Forms: the filters of the lists, the selector box, and making a share link."""
+
+from __future__ import annotations
+
+from django import forms
+from django.conf import settings
+from django.db.models import Exists, OuterRef, Q, QuerySet
+
+from blobviewer.models import Blob, Item, Session
+from core.selectors import Selector, SelectorError, parse_selector
+
+
+class SessionFilterForm(forms.Form):
+    q = forms.CharField(required=False, max_length=200, label="Search")
+    model = forms.CharField(required=False, max_length=200)
+    has_blobs = forms.BooleanField(required=False, label="with blobs")
+
+    def filter(self, sessions: QuerySet[Session]) -> QuerySet[Session]:
+        """The sessions that match; an invalid form filters nothing."""
+        if not self.is_valid():
+            return sessions
+        data = self.cleaned_data
+        if q := data["q"].strip():
+            text_matches = Item.objects.filter(session=OuterRef("pk")).filter(
+                Q(text__icontains=q) | Q(output__icontains=q)
+            )
+            sessions = sessions.filter(Q(title__icontains=q) | Exists(text_matches))
+        if data["model"]:
+            sessions = sessions.filter(model=data["model"])
+        if data["has_blobs"]:
+            sessions = sessions.filter(blob_count__gt=0)
+        return sessions
+
+
+class BlobFilterForm(forms.Form):
+    MISSING = "missing"
+
+    kind = forms.CharField(required=False, max_length=20)
+
+    def filter(self, blobs: QuerySet[Blob]) -> QuerySet[Blob]:
+        if not self.is_valid() or not self.cleaned_data["kind"]:
+            return blobs
+        kind = self.cleaned_data["kind"]
+        if kind == self.MISSING:
+            return blobs.filter(missing=True)
+        return blobs.filter(kind=kind, missing=False)
+
+
+class SelectorForm(forms.Form):
+    """The selector box; a valid form has the parsed Selector in cleaned_data["parsed"]."""
+
+    selector = forms.CharField(required=False, max_length=1000, strip=True)
+
+    def clean(self) -> dict[str, object]:
+        data = super().clean() or {}
+        if "selector" in data:
+            try:
+                data["parsed"] = parse_selector(data["selector"])
+            except SelectorError as error:
+                self.add_error("selector", str(error))
+        return data
+
+    @property
+    def parsed(self) -> Selector:
+        return self.cleaned_data["parsed"]
+
+
+class ShareLinkForm(forms.Form):
+    DAY_CHOICES = [(1, "1 day"), (7, "7 days"), (30, "30 days"), (90, "90 days")]
+
+    selector = forms.CharField(required=False, max_length=1000, strip=True)
+    days = forms.TypedChoiceField(
+        choices=DAY_CHOICES, coerce=int, initial=settings.SHARE_LINK_DAYS, label="expires in"
+    )
+
+    def clean_selector(self) -> str:
+        selector = self.cleaned_data["selector"]
+        try:
+            return str(parse_selector(selector)) if selector else ""
+        except SelectorError as error:
+            raise forms.ValidationError(str(error)) from None

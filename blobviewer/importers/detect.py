@@ -1,0 +1,60 @@
+"""Recognise a recording's format by its content, never by its file name."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from blobviewer.importers import claude_code, openai_chat, swe_agent
+from blobviewer.importers.recording import Recording, RecordingError
+
+OUR_FORMAT = "blobviewer"
+
+
+def detect(path: Path, data: bytes) -> str:
+    """`blobviewer`, `claude_code`, `openai_chat` or `swe_agent`; raises RecordingError."""
+    text = data.lstrip()
+    if not text:
+        raise RecordingError(path, None, "empty file")
+    first_line, _, _ = text.partition(b"\n")
+    try:
+        first = json.loads(first_line)
+    except ValueError:
+        first = None
+    if isinstance(first, dict) and first.get("type") == "session" and "id" in first:
+        return OUR_FORMAT
+    if claude_code.looks_like(first):
+        return claude_code.FORMAT
+    try:
+        document = json.loads(data)
+    except (ValueError, RecursionError):
+        if first is not None:
+            raise RecordingError(path, 1, "JSON Lines of an unknown kind of recording") from None
+        raise RecordingError(path, None, "not a recording: neither JSON nor JSON Lines") from None
+    if swe_agent.looks_like(document):
+        return swe_agent.FORMAT
+    if openai_chat.looks_like(document):
+        return openai_chat.FORMAT
+    raise RecordingError(
+        path,
+        None,
+        "unknown recording format (expected a blobviewer session log, Claude Code JSONL, "
+        "OpenAI chat messages or a SWE-agent trajectory)",
+    )
+
+
+def load_recording(path: Path) -> Recording:
+    """Read another agent's recording; raises RecordingError naming the file (and line)."""
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise RecordingError(path, None, f"cannot read: {error.strerror}") from None
+    kind = detect(path, data)
+    if kind == OUR_FORMAT:
+        raise RecordingError(path, None, "a blobviewer session log: read it with read_session_log")
+    if kind == claude_code.FORMAT:
+        return claude_code.load(path, data)
+    document = json.loads(data)
+    if kind == swe_agent.FORMAT:
+        return swe_agent.load(path, document, data)
+    return openai_chat.load(path, document, data)

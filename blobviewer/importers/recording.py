@@ -1,0 +1,160 @@
+"""What every importer produces, and the helpers they share."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+# Session ids of imported recordings are derived from their content, so importing the
+# same file again (from any path) finds the same session.
+IMPORT_NAMESPACE = uuid.UUID("5b0e3c52-4f3a-4a8e-9d0b-6f1c2a7e9b10")
+
+
+class RecordingError(ValueError):
+    """A recording is unknown or damaged; names the file and, where there is one, the line."""
+
+    def __init__(self, path: str | Path, line: int | None, message: str) -> None:
+        self.path = str(path)
+        self.line = line
+        self.message = message
+        where = f"{self.path}:{line}" if line else self.path
+        super().__init__(f"{where}: {message}")
+
+
+@dataclass
+class Recording:
+    format: str
+    header: dict[str, Any]  # id, created_at, title, model, meta
+    records: list[dict[str, Any]] = field(default_factory=list)
+
+
+class RecordBuilder:
+    """Numbers items from 1 and remembers tool names by call id, for the results."""
+
+    def __init__(self) -> None:
+        self.records: list[dict[str, Any]] = []
+        self.tool_names: dict[str, str] = {}
+
+    def _add(self, record: dict[str, Any], at: str | None, extra: dict[str, Any]) -> None:
+        record = {"type": record.pop("type"), "seq": len(self.records) + 1, "at": at, **record}
+        record.update({key: value for key, value in extra.items() if value is not None})
+        self.records.append(record)
+
+    def user(self, text: str, *, at: str | None = None, **extra: Any) -> None:
+        self._add({"type": "user", "text": text}, at, extra)
+
+    def assistant(
+        self, text: str, tool_calls: list[dict[str, Any]], *, at: str | None = None, **extra: Any
+    ) -> None:
+        for call in tool_calls:
+            self.tool_names[call["id"]] = call["name"]
+        self._add({"type": "assistant", "text": text, "tool_calls": tool_calls}, at, extra)
+
+    def tool_result(
+        self,
+        call_id: str,
+        output: str,
+        *,
+        tool: str | None = None,
+        is_error: bool = False,
+        at: str | None = None,
+        **extra: Any,
+    ) -> None:
+        name = tool or self.tool_names.get(call_id, "")
+        record = {
+            "type": "tool_result",
+            "call_id": call_id,
+            "tool": name,
+            "output": output,
+            "is_error": is_error,
+        }
+        self._add(record, at, extra)
+
+
+def text_of(content: Any) -> str:
+    """The text of a message's content: a string, or a list of parts (text, image, ...)."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        pieces = []
+        for part in content:
+            if isinstance(part, str):
+                pieces.append(part)
+            elif isinstance(part, dict) and isinstance(part.get("text"), str):
+                pieces.append(part["text"])
+            elif isinstance(part, dict) and part.get("type") in ("image", "image_url"):
+                pieces.append("[image]")
+            else:
+                pieces.append(json.dumps(part, ensure_ascii=False))
+        return "\n".join(pieces)
+    return json.dumps(content, ensure_ascii=False)
+
+
+def parse_arguments(arguments: Any) -> Any:
+    """Tool call arguments as a JSON value; a string that is not JSON is kept as it is."""
+    if isinstance(arguments, str):
+        try:
+            return json.loads(arguments)
+        except ValueError:
+            return arguments
+    return {} if arguments is None else arguments
+
+
+def iso_time(value: Any) -> str | None:
+    """An ISO 8601 time with timezone from an ISO string or a Unix timestamp, else None."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int | float):
+        try:
+            return datetime.fromtimestamp(value, tz=UTC).isoformat(timespec="milliseconds")
+        except (OverflowError, OSError, ValueError):
+            return None
+    if isinstance(value, str) and value:
+        try:
+            parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+        if parsed.tzinfo is None:
+            parsed = parsed.replace(tzinfo=UTC)
+        return parsed.isoformat()
+    return None
+
+
+def content_session_id(kind: str, data: bytes) -> str:
+    return str(uuid.uuid5(IMPORT_NAMESPACE, f"{kind}:{hashlib.sha256(data).hexdigest()}"))
+
+
+def first_line(text: str, limit: int = 120) -> str:
+    for line in text.splitlines():
+        if line.strip():
+            line = line.strip()
+            return line if len(line) <= limit else line[: limit - 1] + "…"
+    return ""
+
+
+def header(
+    session_id: str,
+    *,
+    title: str,
+    model: str = "",
+    created_at: str | None,
+    path: Path,
+    format: str,
+    meta: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    if created_at is None:
+        created_at = datetime.fromtimestamp(path.stat().st_mtime, tz=UTC).isoformat()
+    return {
+        "id": session_id,
+        "created_at": created_at,
+        "title": title,
+        "model": model,
+        "meta": {"format": format, "source_name": path.name, **(meta or {})},
+    }

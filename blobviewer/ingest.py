@@ -1,0 +1,326 @@
+"""Ingest recorded sessions into the database: sessions, items, blob links, blob facts.
+
+`ingest_session(header, records, ...)` is the one entry point that writes; it takes a
+session header and item records in the session log's shape (SPEC 2.10), so an importer for
+another agent's format only has to produce those. `ingest_file(path)` reads our own
+session logs. Both are idempotent: items are keyed by (session, seq), so ingesting a log
+again, or after it grew, adds only the new items.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Count, F, Q, Sum
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+
+from blobviewer.blob_index import index_blobs
+from blobviewer.models import Blob, BlobRef, Item, Session
+from core.blob_id import BLOB_REF, blob_created_at, find_blob_refs
+from core.blob_store import FsBlobStore
+from core.content import utf8_size
+from core.session_log import SessionLogError, read_session_log
+
+_BATCH = 500
+
+# Databases cannot hold every str Python can: PostgreSQL refuses NUL in text and JSON, and
+# neither database encodes lone surrogates. The log file keeps the original; the index
+# keeps a visible stand-in.
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+class IngestError(Exception):
+    """A session could not be ingested; nothing of it was written. Reads `path:line: msg`."""
+
+    def __init__(self, path: str, line: int | None, message: str) -> None:
+        self.path = path
+        self.line = line
+        self.message = message
+        where = f"{path}:{line}" if line else path
+        super().__init__(f"{where}: {message}")
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    session_id: uuid.UUID
+    path: str
+    new_items: int
+    total_items: int
+    new_blob_refs: int
+    blobs: int
+    missing_blobs: int
+    torn_tail: bool = False
+
+
+def ingest_file(path: Path, *, store: FsBlobStore) -> IngestResult:
+    """Ingest one of our session logs (a torn last line is skipped, to be read next time)."""
+    try:
+        log = read_session_log(path)
+    except SessionLogError as error:
+        raise IngestError(str(path), error.line or None, error.message) from None
+    result = ingest_session(log.header, log.records, source_path=str(path), store=store)
+    if log.torn_tail:
+        result = IngestResult(**{**result.__dict__, "torn_tail": True})
+    return result
+
+
+def ingest_session(
+    header: Mapping[str, Any],
+    records: Sequence[Mapping[str, Any]],
+    *,
+    source_path: str,
+    store: FsBlobStore,
+    source_format: str = "blobviewer",
+) -> IngestResult:
+    """Upsert a session and add the records whose seq it does not have yet, atomically.
+
+    *header* has `id` (a UUID), `created_at` (ISO 8601), `title`, `model`, `meta`.
+    Each record has `type` (user, assistant, tool_result), `seq`, `at`, and the item's
+    fields; an importer that promoted outputs may add `received_bytes`, the size of what
+    the tool originally produced.
+    """
+    session_id = _session_id(header, source_path)
+    _check_unique_seqs(records, source_path)
+    with transaction.atomic():
+        session, _ = Session.objects.update_or_create(
+            id=session_id,
+            defaults={
+                "title": _storable(str(header.get("title") or ""))[:500],
+                "model": _storable(str(header.get("model") or ""))[:200],
+                "meta": _storable_json(header.get("meta") or {}),
+                "created_at": _created_at(header, session_id),
+                "source_path": source_path[:1000],
+                "source_format": source_format,
+            },
+        )
+        known = set(Item.objects.filter(session=session).values_list("seq", flat=True))
+        new_records = [r for r in records if r["seq"] not in known]
+        items = Item.objects.bulk_create(
+            [_item(session, record) for record in new_records], batch_size=_BATCH
+        )
+        refs_by_item = {item: _refs(item) for item in items}
+        referenced = {blob_id for refs in refs_by_item.values() for blob_id in refs}
+        blobs = index_blobs(referenced, store=store)
+        BlobRef.objects.bulk_create(
+            [
+                BlobRef(item=item, session=session, blob=blobs[blob_id])
+                for item, refs in refs_by_item.items()
+                for blob_id in refs
+            ],
+            batch_size=_BATCH,
+        )
+        unsized = [
+            item
+            for item, record in zip(items, new_records, strict=True)
+            if "received_bytes" not in record
+        ]
+        _set_received_bytes(session, unsized, blobs)
+        _update_totals(session)
+    return IngestResult(
+        session_id=session.id,
+        path=source_path,
+        new_items=len(items),
+        total_items=session.item_count,
+        new_blob_refs=sum(len(refs) for refs in refs_by_item.values()),
+        blobs=session.blob_count,
+        missing_blobs=sum(1 for blob in blobs.values() if blob.missing),
+    )
+
+
+def session_log_paths(paths: Iterable[Path]) -> list[Path]:
+    """Files as given; folders searched recursively for `*.jsonl`, in name order."""
+    found: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found.extend(sorted(p for p in path.rglob("*.jsonl") if p.is_file()))
+        else:
+            found.append(path)
+    return found
+
+
+# --- helpers -------------------------------------------------------------------------------
+
+
+def _session_id(header: Mapping[str, Any], source_path: str) -> uuid.UUID:
+    try:
+        return uuid.UUID(str(header.get("id", "")))
+    except ValueError:
+        raise IngestError(source_path, 1, "session id must be a UUID") from None
+
+
+def _check_unique_seqs(records: Sequence[Mapping[str, Any]], source_path: str) -> None:
+    seen: set[int] = set()
+    for index, record in enumerate(records):
+        seq = record.get("seq")
+        if not isinstance(seq, int) or isinstance(seq, bool) or seq < 1:
+            raise IngestError(source_path, None, f"item {index + 1}: seq must be a positive integer")
+        if seq in seen:
+            raise IngestError(source_path, None, f"seq {seq} appears more than once")
+        seen.add(seq)
+
+
+def _created_at(header: Mapping[str, Any], session_id: uuid.UUID) -> datetime:
+    parsed = _datetime(header.get("created_at"))
+    return parsed or blob_created_at(session_id) or timezone.now()
+
+
+def _datetime(value: Any) -> datetime | None:
+    if isinstance(value, datetime):
+        parsed: datetime | None = value
+    elif isinstance(value, str):
+        try:
+            parsed = parse_datetime(value.strip())
+        except ValueError:
+            parsed = None
+    else:
+        parsed = None
+    if parsed is not None and timezone.is_naive(parsed):
+        parsed = timezone.make_aware(parsed, UTC)
+    return parsed
+
+
+def _item(session: Session, record: Mapping[str, Any]) -> Item:
+    kind = record.get("type")
+    if kind not in Item.Type.values:
+        raise IngestError(session.source_path, None, f"seq {record.get('seq')}: bad type {kind!r}")
+    output = _text(record.get("output"))
+    output_bytes = utf8_size(output) if kind == Item.Type.TOOL_RESULT else 0
+    received = record.get("received_bytes")
+    if not isinstance(received, int) or isinstance(received, bool) or received < 0:
+        received = output_bytes
+    return Item(
+        session=session,
+        seq=record["seq"],
+        type=kind,
+        at=_datetime(record.get("at")),
+        text=_storable(_text(record.get("text"))),
+        tool_calls=_storable_json(_tool_calls(record.get("tool_calls"))),
+        call_id=_storable(_text(record.get("call_id")))[:200],
+        tool=_storable(_text(record.get("tool")))[:200],
+        output=_storable(output),
+        is_error=record.get("is_error") is True,
+        output_bytes=output_bytes,
+        received_bytes=received,
+    )
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _tool_calls(value: Any) -> list[dict[str, Any]]:
+    if not isinstance(value, list):
+        return []
+    return [
+        {
+            "id": _text(call.get("id")),
+            "name": _text(call.get("name")),
+            "arguments": call.get("arguments", {}),
+        }
+        for call in value
+        if isinstance(call, dict)
+    ]
+
+
+def _storable(text: str) -> str:
+    if not _UNSTORABLE.search(text):
+        return text
+    return _UNSTORABLE.sub(lambda m: "\u2400" if m.group() == "\x00" else "\ufffd", text)
+
+
+def _storable_json(value: Any) -> Any:
+    if isinstance(value, str):
+        return _storable(value)
+    if isinstance(value, list):
+        return [_storable_json(v) for v in value]
+    if isinstance(value, dict):
+        return {_storable(str(k)): _storable_json(v) for k, v in value.items()}
+    return value
+
+
+def _refs(item: Item) -> list[uuid.UUID]:
+    refs = find_blob_refs(item.text)
+    for blob_id in find_blob_refs(item.output):
+        if blob_id not in refs:
+            refs.append(blob_id)
+    return refs
+
+
+def _promoted_blob(item: Item) -> uuid.UUID | None:
+    """The blob a promoted tool output's summary names; None for inline outputs.
+
+    An inspect result also starts with `[blob:<id>]`, but it is what the model read, never
+    promoted, so it is its own size.
+    """
+    if item.type != Item.Type.TOOL_RESULT or item.tool == "inspect":
+        return None
+    match = BLOB_REF.match(item.output)
+    return uuid.UUID(match.group(1)) if match else None
+
+
+def _set_received_bytes(
+    session: Session, new_items: list[Item], blobs: Mapping[uuid.UUID, Blob]
+) -> None:
+    """Received bytes of promoted outputs: the blob's size, once the store has the blob.
+
+    Also revisits older items of the session whose blob was missing when they were
+    ingested and has turned up since.
+    """
+    candidates = list(new_items)
+    found_late = [blob_id for blob_id, blob in blobs.items() if not blob.missing]
+    if found_late:
+        candidates += (
+            Item.objects.filter(
+                session=session, type=Item.Type.TOOL_RESULT, blob_refs__blob__in=found_late
+            )
+            .exclude(pk__in=[item.pk for item in new_items])
+            .exclude(tool="inspect")
+            .filter(received_bytes=F("output_bytes"))
+            .only("pk", "type", "tool", "output", "output_bytes", "received_bytes")
+        )
+    changed = []
+    for item in candidates:
+        blob_id = _promoted_blob(item)
+        if blob_id is None:
+            continue
+        blob = blobs.get(blob_id) or Blob.objects.filter(id=blob_id, missing=False).first()
+        if blob is None or blob.missing or blob.size is None:
+            continue
+        if item.received_bytes != blob.size:
+            item.received_bytes = blob.size
+            changed.append(item)
+    Item.objects.bulk_update(changed, ["received_bytes"], batch_size=_BATCH)
+
+
+def _update_totals(session: Session) -> None:
+    totals = Item.objects.filter(session=session).aggregate(
+        items=Count("pk"),
+        tool_results=Count("pk", filter=Q(type=Item.Type.TOOL_RESULT)),
+        in_history=Sum("output_bytes"),
+        received=Sum("received_bytes"),
+    )
+    session.item_count = totals["items"]
+    session.tool_result_count = totals["tool_results"]
+    session.output_bytes_in_history = totals["in_history"] or 0
+    session.output_bytes_received = totals["received"] or 0
+    session.blob_count = (
+        BlobRef.objects.filter(session=session).values("blob_id").distinct().count()
+    )
+    session.save(
+        update_fields=[
+            "item_count",
+            "tool_result_count",
+            "output_bytes_in_history",
+            "output_bytes_received",
+            "blob_count",
+            "updated_at",
+        ]
+    )

@@ -1,0 +1,188 @@
+"""What the site knows about recorded sessions, their items, and the blobs they reference.
+
+The session logs and the blob store stay the source of truth; these tables index them so
+pages can list, search and count without reading files.
+"""
+
+from __future__ import annotations
+
+import secrets
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import models
+from django.urls import reverse
+from django.utils import timezone
+
+
+class Session(models.Model):
+    """One recorded agent run; `id` is the session log's own id."""
+
+    id = models.UUIDField(primary_key=True)
+    title = models.CharField(max_length=500, blank=True)
+    model = models.CharField(max_length=200, blank=True)
+    meta = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField()
+    source_path = models.CharField(max_length=1000, blank=True)
+    # Importers for other formats say what they were read from (e.g. "claude-code").
+    source_format = models.CharField(max_length=50, default="blobviewer")
+    item_count = models.PositiveIntegerField(default=0)
+    tool_result_count = models.PositiveIntegerField(default=0)
+    blob_count = models.PositiveIntegerField(default=0)
+    # Bytes the tools produced, and bytes of tool output that entered the history; the
+    # difference is what promotion kept out of the model's context.
+    output_bytes_received = models.BigIntegerField(default=0)
+    output_bytes_in_history = models.BigIntegerField(default=0)
+    ingested_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["-created_at"]), models.Index(fields=["model"])]
+
+    def __str__(self) -> str:
+        return self.title or str(self.id)
+
+    def get_absolute_url(self) -> str:
+        return reverse("session_detail", args=[self.id])
+
+    @property
+    def bytes_kept_out(self) -> int:
+        return max(0, self.output_bytes_received - self.output_bytes_in_history)
+
+
+class Item(models.Model):
+    """One history item of a session: a user or assistant message, or a tool result."""
+
+    class Type(models.TextChoices):
+        USER = "user"
+        ASSISTANT = "assistant"
+        TOOL_RESULT = "tool_result"
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="items")
+    seq = models.PositiveIntegerField()
+    type = models.CharField(max_length=20, choices=Type.choices)
+    at = models.DateTimeField(null=True, blank=True)
+    text = models.TextField(blank=True)
+    tool_calls = models.JSONField(default=list, blank=True)
+    call_id = models.CharField(max_length=200, blank=True)
+    tool = models.CharField(max_length=200, blank=True)
+    output = models.TextField(blank=True)
+    is_error = models.BooleanField(default=False)
+    # Tool results only: UTF-8 bytes of the output in the history, and bytes the tool
+    # produced (the blob's size when the output was promoted).
+    output_bytes = models.BigIntegerField(default=0)
+    received_bytes = models.BigIntegerField(default=0)
+
+    class Meta:
+        ordering = ["session", "seq"]
+        constraints = [
+            models.UniqueConstraint(fields=["session", "seq"], name="item_unique_seq"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.session_id} #{self.seq} {self.type}"
+
+
+class Blob(models.Model):
+    """A blob some item references: what the store holds under this id, or that it is missing."""
+
+    id = models.UUIDField(primary_key=True)
+    kind = models.CharField(max_length=20, blank=True)  # text, json_array, ...; "" if unknown
+    size = models.BigIntegerField(null=True, blank=True)
+    # Lines of a text, entries of an array, keys of an object; None for other kinds.
+    count = models.BigIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(null=True, blank=True)  # from the UUID v7
+    # core.line_index.LineIndex.to_json() of a text blob, so a page deep inside a huge
+    # blob reads only the bytes it shows.
+    line_index = models.JSONField(null=True, blank=True)
+    missing = models.BooleanField(default=False)
+    error = models.CharField(max_length=500, blank=True)  # e.g. the store says it is corrupt
+    indexed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["kind"])]
+
+    def __str__(self) -> str:
+        return str(self.id)
+
+    def get_absolute_url(self) -> str:
+        return reverse("blob_detail", args=[self.id])
+
+    @property
+    def count_label(self) -> str:
+        """`1,204 lines`, `30 entries`, `5 keys`, or "" when there is nothing to count."""
+        if self.count is None:
+            return ""
+        unit = {"text": "line", "json_array": "entry", "json_object": "key"}.get(self.kind)
+        if unit is None:
+            return ""
+        plural = {"line": "lines", "entry": "entries", "key": "keys"}[unit]
+        return f"{self.count:,} {unit if self.count == 1 else plural}"
+
+
+class BlobRef(models.Model):
+    """An item's `[blob:<id>]` reference. `session` repeats item.session for cheap counts."""
+
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="blob_refs")
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="blob_refs")
+    blob = models.ForeignKey(Blob, on_delete=models.CASCADE, related_name="refs")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["item", "blob"], name="blobref_unique_item_blob"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.item} -> {self.blob_id}"
+
+
+def _new_share_token() -> str:
+    return secrets.token_urlsafe(24)
+
+
+def _default_expiry() -> datetime:
+    return timezone.now() + timedelta(days=settings.SHARE_LINK_DAYS)
+
+
+class ShareLinkQuerySet(models.QuerySet["ShareLink"]):
+    def active(self) -> ShareLinkQuerySet:
+        return self.filter(revoked_at__isnull=True, expires_at__gt=timezone.now())
+
+
+class ShareLink(models.Model):
+    """A link that shows one blob, through one selector, to anyone who has it, for a while."""
+
+    token = models.CharField(max_length=64, unique=True, default=_new_share_token)
+    blob = models.ForeignKey(Blob, on_delete=models.CASCADE, related_name="share_links")
+    selector = models.CharField(max_length=1000, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="share_links"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField(default=_default_expiry)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ShareLinkQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"share of {self.blob_id} by {self.created_by}"
+
+    def get_absolute_url(self) -> str:
+        return reverse("share_detail", args=[self.token])
+
+    @property
+    def is_revoked(self) -> bool:
+        return self.revoked_at is not None
+
+    @property
+    def is_expired(self) -> bool:
+        return self.expires_at <= timezone.now()
+
+    @property
+    def is_active(self) -> bool:
+        return not self.is_revoked and not self.is_expired

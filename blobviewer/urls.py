@@ -1,0 +1,29 @@
+from __future__ import annotations
+
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import path
+
+from blobviewer import views
+
+urlpatterns = [
+    # /  and  /sessions/<id>/ — recorded runs
+    path("", views.session_list, name="session_list"),
+    path("sessions/<uuid:session_id>/", views.session_detail, name="session_detail"),
+    # /blobs/ — stored outputs, read with the model's selectors
+    path("blobs/", views.blob_list, name="blob_list"),
+    path("blobs/<uuid:blob_id>/", views.blob_detail, name="blob_detail"),
+    path("blobs/<uuid:blob_id>/raw", views.blob_raw, name="blob_raw"),
+    path("blobs/<uuid:blob_id>/share", views.share_create, name="share_create"),
+    # /api/ — what the model's inspect tool returns
+    path("api/inspect/<uuid:blob_id>", views.api_inspect, name="api_inspect"),
+    # /shares/ (mine, to revoke) and /share/<token>/ (public, no login)
+    path("shares/", views.share_list, name="share_list"),
+    path("shares/<slug:token>/revoke", views.share_revoke, name="share_revoke"),
+    path("share/<slug:token>/", views.share_detail, name="share_detail"),
+    path("share/<slug:token>/raw", views.share_raw, name="share_raw"),
+    # accounts and admin
+    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("admin/", admin.site.urls),
+]

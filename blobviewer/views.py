@@ -1,0 +1,296 @@
+"""The site's pages. Each URL serves its whole page, or for htmx requests just the fragment
+that changes (`template.html#partial`), so links work with and without JavaScript."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from datetime import timedelta
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_not_required
+from django.core.paginator import Paginator
+from django.db.models import Count, Prefetch
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.cache import patch_vary_headers
+from django.views.decorators.http import require_GET, require_POST
+
+from blobviewer.blob_display import Page, blob_page, selector_url
+from blobviewer.blob_index import blob_for_view, refresh_blob
+from blobviewer.data_dir import blob_store
+from blobviewer.forms import BlobFilterForm, SelectorForm, SessionFilterForm, ShareLinkForm
+from blobviewer.models import Blob, BlobRef, Session, ShareLink
+from core.blob_store import BlobStoreError
+from core.content import encode_text
+from core.selectors import SelectorError
+
+SESSIONS_PER_PAGE = 50
+ITEMS_PER_PAGE = 200
+BLOBS_PER_PAGE = 50
+REFERRING_SESSIONS_SHOWN = 50
+
+# A blob opened in place on a session's timeline replaces the slot under its item; its
+# fragment then keeps targeting that slot and leaves the address bar alone.
+_IN_PLACE_TARGET = re.compile(r"item-\d{1,10}-blob")
+_PAGE_VIEW_ID = "blob-view"
+
+
+def _render(
+    request: HttpRequest,
+    template: str,
+    context: dict[str, Any],
+    *,
+    fragment: str,
+    status: int = 200,
+) -> HttpResponse:
+    """The whole *template*, or only *fragment* (`name.html#partial`) for htmx requests.
+
+    A history restore (htmx found no cached copy of a page) needs the whole page.
+    """
+    if request.htmx and not request.htmx.history_restore_request:
+        template = fragment
+    response = render(request, template, context, status=status)
+    patch_vary_headers(response, ["HX-Request"])
+    return response
+
+
+def _positive_int(value: str | None, default: int = 1) -> int:
+    try:
+        number = int(value or default)
+    except ValueError:
+        return default
+    return number if number >= 1 else default
+
+
+def _view_id(request: HttpRequest) -> str:
+    target = request.htmx.target if request.htmx else None
+    return target if target and _IN_PLACE_TARGET.fullmatch(target) else _PAGE_VIEW_ID
+
+
+def _blob_view_context(
+    request: HttpRequest, blob: Blob, *, base_url: str, default_selector: str = ""
+) -> tuple[dict[str, Any], int]:
+    """The selector form and the selected page of *blob*, and the status to answer with."""
+    data = request.GET if "selector" in request.GET else {"selector": default_selector}
+    form = SelectorForm(data)
+    page, status = None, 200
+    if not form.is_valid():
+        status = 400
+    elif not blob.missing and not blob.error:
+        store = blob_store()
+        try:
+            page = blob_page(blob, form.parsed, store=store, start=_positive_int(request.GET.get("start")))
+        except SelectorError as error:
+            form.add_error("selector", str(error))
+            status = 400
+        except BlobStoreError:  # vanished or damaged since it was indexed
+            blob = refresh_blob(blob.id, store=store, row=blob)
+    selector = form.cleaned_data.get("selector", "") if form.is_valid() else data.get("selector", "")
+    view_id = _view_id(request)
+    context = {
+        "blob": blob,
+        "form": form,
+        "page": page,
+        "selector": selector,
+        "base_url": base_url,
+        "view_id": view_id,
+        "in_place": view_id != _PAGE_VIEW_ID,
+        "prev_url": _neighbour_url(base_url, selector, page, "prev"),
+        "next_url": _neighbour_url(base_url, selector, page, "next"),
+    }
+    return context, status
+
+
+def _neighbour_url(base_url: str, selector: str, page: Page | None, direction: str) -> str:
+    """The URL of the previous or next page of a blob view; "" when there is none."""
+    if page is None:
+        return ""
+    if next_selector := getattr(page, f"{direction}_selector"):
+        return selector_url(base_url, next_selector)
+    if start := getattr(page, f"{direction}_start"):
+        return selector_url(base_url, selector, start)
+    return ""
+
+
+# --- sessions ------------------------------------------------------------------------------
+
+
+@require_GET
+def session_list(request: HttpRequest) -> HttpResponse:
+    form = SessionFilterForm(request.GET)
+    sessions = form.filter(Session.objects.all())
+    page = Paginator(sessions, SESSIONS_PER_PAGE).get_page(request.GET.get("page"))
+    models = Session.objects.exclude(model="").order_by("model").values_list("model", flat=True)
+    context = {"form": form, "page": page, "models": models.distinct()}
+    return _render(request, "session_list.html", context, fragment="session_list.html#list")
+
+
+@require_GET
+def session_detail(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
+    session = get_object_or_404(Session, id=session_id)
+    items = session.items.prefetch_related(
+        Prefetch("blob_refs", queryset=BlobRef.objects.select_related("blob"))
+    )
+    page = Paginator(items, ITEMS_PER_PAGE).get_page(request.GET.get("page"))
+    context = {"session": session, "page": page}
+    return _render(request, "session_detail.html", context, fragment="session_detail.html#timeline")
+
+
+# --- blobs ---------------------------------------------------------------------------------
+
+
+@require_GET
+def blob_list(request: HttpRequest) -> HttpResponse:
+    form = BlobFilterForm(request.GET)
+    blobs = form.filter(Blob.objects.annotate(session_count=Count("refs__session", distinct=True)))
+    page = Paginator(blobs, BLOBS_PER_PAGE).get_page(request.GET.get("page"))
+    kinds = Blob.objects.exclude(kind="").order_by("kind").values_list("kind", flat=True)
+    context = {"form": form, "page": page, "kinds": kinds.distinct()}
+    return _render(request, "blob_list.html", context, fragment="blob_list.html#list")
+
+
+@require_GET
+def blob_detail(request: HttpRequest, blob_id: uuid.UUID) -> HttpResponse:
+    blob = blob_for_view(blob_id, store=blob_store())
+    if blob is None:
+        raise Http404("No blob has this id.")
+    context, status = _blob_view_context(
+        request, blob, base_url=reverse("blob_detail", args=[blob.id])
+    )
+    context["raw_url"] = reverse("blob_raw", args=[blob.id])
+    if not context["in_place"]:
+        context["sessions"] = (
+            Session.objects.filter(blob_refs__blob=blob).distinct()[:REFERRING_SESSIONS_SHOWN]
+        )
+        context["share_form"] = ShareLinkForm(initial={"selector": context["selector"]})
+    return _render(
+        request, "blob_detail.html", context, fragment="blob_detail.html#view", status=status
+    )
+
+
+@require_GET
+def blob_raw(request: HttpRequest, blob_id: uuid.UUID) -> FileResponse:
+    return _raw_response(blob_id)
+
+
+def _raw_response(blob_id: uuid.UUID) -> FileResponse:
+    """The stored file as it is, streamed; never sniffed into HTML by a browser."""
+    try:
+        path = blob_store().path_of(blob_id)
+        file = path.open("rb")
+    except (BlobStoreError, OSError):
+        raise Http404("The store has no blob with this id.") from None
+    is_json = path.suffix == ".json"
+    response = FileResponse(
+        file,
+        content_type="application/json" if is_json else "text/plain; charset=utf-8",
+        filename=path.name,
+    )
+    response["X-Content-Type-Options"] = "nosniff"
+    return response
+
+
+# --- the inspect API -----------------------------------------------------------------------
+
+
+@require_GET
+def api_inspect(request: HttpRequest, blob_id: uuid.UUID) -> HttpResponse:
+    """Byte for byte what the model's inspect tool returns for this blob and selector."""
+    from core.inspect_tool import InspectError, inspect_blob  # noqa: PLC0415 (until core has it)
+
+    store = blob_store()
+    if not store.exists_sync(blob_id):
+        return _plain_text(f"blob {blob_id} not found", status=404)
+    try:
+        result = inspect_blob(store, str(blob_id), request.GET.get("selector") or None)
+    except InspectError as error:
+        return _plain_text(str(error), status=400)
+    return _plain_text(result)
+
+
+def _plain_text(text: str, *, status: int = 200) -> HttpResponse:
+    # encode_text keeps lone surrogates as the store does, instead of failing on them.
+    response = HttpResponse(
+        encode_text(text), content_type="text/plain; charset=utf-8", status=status
+    )
+    response["X-Content-Type-Options"] = "nosniff"
+    return response
+
+
+# --- share links ---------------------------------------------------------------------------
+
+
+@require_POST
+def share_create(request: HttpRequest, blob_id: uuid.UUID) -> HttpResponse:
+    blob = get_object_or_404(Blob, id=blob_id)
+    form = ShareLinkForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Could not share: " + " ".join(form.errors.get("selector", [])))
+        return redirect("blob_detail", blob_id=blob.id)
+    link = ShareLink.objects.create(
+        blob=blob,
+        selector=form.cleaned_data["selector"],
+        created_by=request.user,
+        expires_at=timezone.now() + timedelta(days=form.cleaned_data["days"]),
+    )
+    messages.success(request, "Share link created. Anyone with the link can see this blob.")
+    return redirect(f"{reverse('share_list')}#share-{link.pk}")
+
+
+@require_GET
+def share_list(request: HttpRequest) -> HttpResponse:
+    links = ShareLink.objects.filter(created_by=request.user).select_related("blob")
+    return render(request, "share_list.html", {"links": links, "now": timezone.now()})
+
+
+@require_POST
+def share_revoke(request: HttpRequest, token: str) -> HttpResponse:
+    link = get_object_or_404(ShareLink, token=token, created_by=request.user)
+    if link.revoked_at is None:
+        link.revoked_at = timezone.now()
+        link.save(update_fields=["revoked_at"])
+        messages.success(request, "Share link revoked; it no longer opens.")
+    return redirect("share_list")
+
+
+@login_not_required
+@require_GET
+def share_detail(request: HttpRequest, token: str) -> HttpResponse:
+    """The blob behind a share link, no login needed. The visitor may change the selector,
+    but the link never shows anything other than its one blob."""
+    link = _active_share_link(request, token)
+    if isinstance(link, HttpResponse):
+        return link
+    blob = blob_for_view(link.blob_id, store=blob_store()) or link.blob
+    context, status = _blob_view_context(
+        request,
+        blob,
+        base_url=reverse("share_detail", args=[link.token]),
+        default_selector=link.selector,
+    )
+    context.update(link=link, raw_url=reverse("share_raw", args=[link.token]))
+    return _render(
+        request, "share_detail.html", context, fragment="blob_detail.html#view", status=status
+    )
+
+
+@login_not_required
+@require_GET
+def share_raw(request: HttpRequest, token: str) -> HttpResponse:
+    link = _active_share_link(request, token)
+    if isinstance(link, HttpResponse):
+        return link
+    return _raw_response(link.blob_id)
+
+
+def _active_share_link(request: HttpRequest, token: str) -> ShareLink | HttpResponse:
+    """The link, or the 410 page when it has expired or been revoked; 404 when unknown."""
+    link = get_object_or_404(ShareLink.objects.select_related("blob"), token=token)
+    if not link.is_active:
+        return render(request, "share_gone.html", {"link": link}, status=410)
+    return link
+
