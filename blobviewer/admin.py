@@ -39,7 +39,15 @@ class BlobRefAdmin(admin.ModelAdmin):
 
 @admin.register(ShareLink)
 class ShareLinkAdmin(admin.ModelAdmin):
-    list_display = ["token", "blob", "selector", "created_by", "created_at", "expires_at", "revoked_at"]
+    list_display = [
+        "token",
+        "blob",
+        "selector",
+        "created_by",
+        "created_at",
+        "expires_at",
+        "revoked_at",
+    ]
     list_filter = ["revoked_at"]
     search_fields = ["token", "blob__id", "created_by__username"]
     raw_id_fields = ["blob", "created_by"]

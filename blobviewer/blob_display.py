@@ -2,7 +2,7 @@
 
 The selection itself is core's (`core.selectors`), so the page shows what the model would
 get. What this module adds is paging: a page holds at most LINES_PER_PAGE rows and about
-PAGE_BUDGET characters of content, and a line longer than LINE_CHARS is cut with a note,
+PAGE_BUDGET characters of content, and a line longer than LINE_BYTES is cut with a note,
 so the HTML stays small whatever the blob's size. Plain text pages go on with a `lines:`
 selector (the URL stays a selector the model could use); JSON and grep results go on with
 a `start` row number.
@@ -15,14 +15,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from django.http import QueryDict
 from django.utils.html import escape
 
 from blobviewer.models import Blob
-from core.blob_store import FsBlobStore
+from core.blob_store import BlobCorrupt, FsBlobStore
+from core.content import cut_utf8, decode_text, encode_text, utf8_size
 from core.json_values import dumps_indented
+from core.line_index import LineIndex
 from core.selectors import (
     GrepView,
     Lines,
@@ -34,7 +36,7 @@ from core.selectors import (
 )
 
 LINES_PER_PAGE = 500
-LINE_CHARS = 2_000
+LINE_BYTES = 2_000  # a longer line is shown cut, with a note
 PAGE_BUDGET = 120_000  # characters of escaped content per page
 _ROW_OVERHEAD = 64  # the markup around one row: its number, anchor and line break
 GREP_CONTEXT = 10  # lines shown above a grep match when following it into the text
@@ -63,7 +65,6 @@ class Page:
     prev_selector: str | None = None
     next_start: int | None = None
     prev_start: int | None = None
-    notes: list[str] = field(default_factory=list)
 
     @property
     def has_cut_lines(self) -> bool:
@@ -72,7 +73,11 @@ class Page:
 
 def blob_page(blob: Blob, selector: Selector, *, store: FsBlobStore, start: int = 1) -> Page:
     """The page of *blob* that *selector* selects; raises SelectorError for a bad fit."""
-    if blob.kind == "text" and blob.line_index and all(isinstance(s, Lines) for s in selector.steps):
+    if (
+        blob.kind == "text"
+        and blob.line_index
+        and all(isinstance(s, Lines) for s in selector.steps)
+    ):
         return _indexed_lines_page(blob, selector, store=store)
     view = evaluate(selector, store.load_sync(blob.id))
     if isinstance(view, ValueView) and isinstance(view.value, str) and view.start is None:
@@ -91,8 +96,6 @@ def blob_page(blob: Blob, selector: Selector, *, store: FsBlobStore, start: int 
 
 
 def _indexed_lines_page(blob: Blob, selector: Selector, *, store: FsBlobStore) -> Page:
-    from core.line_index import LineIndex  # noqa: PLC0415 (moves to the top once core has it)
-
     total = blob.count or 0
     # The same steps on a text-less view give core's numbers and errors without the text.
     view = LinesView("", 1, total, total)
@@ -104,21 +107,25 @@ def _indexed_lines_page(blob: Blob, selector: Selector, *, store: FsBlobStore) -
     end = min(view.last, view.first + LINES_PER_PAGE - 1)
     path = store.path_of(blob.id)
     index = LineIndex.from_json(blob.line_index)
-    lines = index.read_lines(path, view.first, end)
-    return _paged_lines(enumerate(lines, start=view.first), view, selector)
+    if not index.matches(path):
+        raise BlobCorrupt(f"blob {blob.id} changed since it was indexed")
+    try:
+        lines = index.read_lines(path, view.first, end, max_line_bytes=LINE_BYTES)
+    except UnicodeDecodeError as error:
+        raise BlobCorrupt(f"blob {blob.id} is not UTF-8: {error.reason}") from None
+    rows = _fit((line.number, line.text, line.size) for line in lines)
+    return _paged_lines(rows, view, selector)
 
 
 def _lines_page(view: LinesView, selector: Selector) -> Page:
     if not view.total:
         return Page("lines", [], "an empty text")
     end = min(view.last, view.first + LINES_PER_PAGE - 1)
-    return _paged_lines(view.numbered(view.first, end), view, selector)
+    return _paged_lines(_fit(_sized(view.numbered(view.first, end))), view, selector)
 
 
-def _paged_lines(
-    numbered: Iterable[tuple[int, str]], view: LinesView, selector: Selector
-) -> Page:
-    rows = [Row(n, text, cut) for n, text, cut in _fit(numbered)]
+def _paged_lines(rows_in: Iterable[Row], view: LinesView, selector: Selector) -> Page:
+    rows = list(rows_in)
     shown_last = rows[-1].number if rows else view.first - 1
     base = _without_trailing_lines(selector)
     next_selector = prev_selector = None
@@ -152,9 +159,10 @@ def _grep_page(view: GrepView, selector: Selector, *, start: int) -> Page:
     base = _without_trailing_lines(Selector(selector.steps[:-1]))
     window = view.matches[first - 1 : first - 1 + LINES_PER_PAGE]
     rows = []
-    for n, text, cut in _fit(window):
+    for row in _fit(_sized(window)):
+        n = row.number or 1
         context = base.then(Lines(max(1, n - GREP_CONTEXT), n + LINES_PER_PAGE - GREP_CONTEXT))
-        rows.append(Row(n, text, cut, target=str(context)))
+        rows.append(Row(n, row.text, row.cut, target=str(context)))
     last = first + len(rows) - 1
     caption = (
         f"matches {first:,}-{last:,} of {total:,} for {selector.steps[-1]}"
@@ -177,7 +185,7 @@ def _json_page(view: ValueView, *, start: int) -> Page:
     text = dumps_indented(view.value)
     total = text.count("\n") + 1
     first = min(max(start, 1), total)
-    rows = [Row(None, line, cut) for _, line, cut in _fit(_json_lines(text, first))]
+    rows = [Row(None, row.text, row.cut) for row in _fit(_sized(_json_lines(text, first)))]
     last = first + len(rows) - 1
     caption = f"JSON lines {first:,}-{last:,} of {total:,}"
     if view.start is not None:
@@ -209,20 +217,35 @@ def _json_lines(text: str, first: int) -> Iterator[tuple[int, str]]:
 # --- fitting a page ------------------------------------------------------------------------
 
 
-def _fit(numbered: Iterable[tuple[int, str]]) -> Iterator[tuple[int, str, int]]:
-    """(number, shown text, characters cut) for as many rows as fit on one page."""
+def _sized(numbered: Iterable[tuple[int, str]]) -> Iterator[tuple[int, str, int]]:
+    """(number, the line cut to LINE_BYTES, its whole size in bytes or -1 when not cut)."""
+    for number, line in numbered:
+        if len(line) * 4 <= LINE_BYTES:  # short enough whatever its characters
+            yield number, line, -1
+            continue
+        head = encode_text(line[:LINE_BYTES])
+        if len(line) <= LINE_BYTES and len(head) <= LINE_BYTES:
+            yield number, line, -1
+            continue
+        yield number, decode_text(cut_utf8(head, LINE_BYTES)), utf8_size(line)
+
+
+def _fit(lines: Iterable[tuple[int, str, int]]) -> Iterator[Row]:
+    """Rows for as many (number, shown text, whole size) lines as fit on one page.
+
+    A size of -1 means the text is the whole line.
+    """
     budget = PAGE_BUDGET
-    for count, (number, line) in enumerate(numbered):
+    for count, (number, shown, size) in enumerate(lines):
         if count >= LINES_PER_PAGE:
             return
-        shown = line[:LINE_CHARS]
-        if _SURROGATES.search(shown):
-            shown = _SURROGATES.sub("\ufffd", shown)
-        cost = len(escape(shown)) + _ROW_OVERHEAD
+        text = _SURROGATES.sub("\ufffd", shown) if _SURROGATES.search(shown) else shown
+        cost = len(escape(text)) + _ROW_OVERHEAD
         if count and cost > budget:
             return
         budget -= cost
-        yield number, shown, len(line) - len(shown)
+        cut = 0 if size < 0 else max(0, size - utf8_size(shown))
+        yield Row(number, text, cut)
 
 
 def selector_url(base_url: str, selector: str | None, start: int | None = None) -> str:

@@ -16,6 +16,7 @@ from blobviewer.models import Blob
 from core.blob_id import blob_created_at
 from core.blob_store import BlobNotFound, BlobStoreError, FsBlobStore
 from core.content import content_kind
+from core.line_index import LineIndex
 
 
 def index_blobs(blob_ids: Iterable[uuid.UUID], *, store: FsBlobStore) -> dict[uuid.UUID, Blob]:
@@ -74,8 +75,6 @@ def refresh_blob(blob_id: uuid.UUID, *, store: FsBlobStore, row: Blob | None = N
 
 
 def _index_text(row: Blob, path: Path) -> None:
-    from core.line_index import LineIndex  # noqa: PLC0415 (moves to the top once core has it)
-
     index = LineIndex.build(path)
     row.kind = "text"
     row.count = index.line_count

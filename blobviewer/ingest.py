@@ -161,7 +161,9 @@ def _check_unique_seqs(records: Sequence[Mapping[str, Any]], source_path: str) -
     for index, record in enumerate(records):
         seq = record.get("seq")
         if not isinstance(seq, int) or isinstance(seq, bool) or seq < 1:
-            raise IngestError(source_path, None, f"item {index + 1}: seq must be a positive integer")
+            raise IngestError(
+                source_path, None, f"item {index + 1}: seq must be a positive integer"
+            )
         if seq in seen:
             raise IngestError(source_path, None, f"seq {seq} appears more than once")
         seen.add(seq)

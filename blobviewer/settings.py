@@ -57,9 +57,7 @@ if not SECRET_KEY:
         raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is false")
     SECRET_KEY = "django-insecure-dev-only-key-never-use-in-production-0123456789"
 
-ALLOWED_HOSTS = _env_list(
-    "ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"] if DEBUG else []
-)
+ALLOWED_HOSTS = _env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"] if DEBUG else [])
 CSRF_TRUSTED_ORIGINS = _env_list("CSRF_TRUSTED_ORIGINS", [])
 
 INSTALLED_APPS = [
@@ -112,15 +110,14 @@ TEMPLATES = [
 
 # SQLite in the data directory unless DATABASE_URL names another database
 # (PostgreSQL for a shared team server).
-_DEFAULT_DATABASE_URL = f"sqlite:///{BLOBVIEWER_DATA / 'db.sqlite3'}"
-if not os.environ.get("DATABASE_URL"):
+DATABASE_URL = os.environ.get("DATABASE_URL", "").strip()
+if not DATABASE_URL:
     # SQLite creates the file but not its directory; this keeps `runserver` working
     # on a fresh checkout.
     BLOBVIEWER_DATA.mkdir(parents=True, exist_ok=True)
+    DATABASE_URL = f"sqlite:///{BLOBVIEWER_DATA / 'db.sqlite3'}"
 DATABASES = {
-    "default": dj_database_url.config(
-        default=_DEFAULT_DATABASE_URL, conn_max_age=_env_int("CONN_MAX_AGE", 0)
-    )
+    "default": dj_database_url.parse(DATABASE_URL, conn_max_age=_env_int("CONN_MAX_AGE", 0))
 }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -141,7 +138,9 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = Path(os.environ.get("STATIC_ROOT") or BASE_DIR / "staticfiles")
+# Where collectstatic gathers files for production; while developing, files are served
+# from STATICFILES_DIRS directly (and WhiteNoise would warn about a missing directory).
+STATIC_ROOT = os.environ.get("STATIC_ROOT") or (None if DEBUG else BASE_DIR / "staticfiles")
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     # Hashed, compressed files in production (after collectstatic); plain files while

@@ -24,8 +24,9 @@ from blobviewer.blob_index import blob_for_view, refresh_blob
 from blobviewer.data_dir import blob_store
 from blobviewer.forms import BlobFilterForm, SelectorForm, SessionFilterForm, ShareLinkForm
 from blobviewer.models import Blob, BlobRef, Session, ShareLink
-from core.blob_store import BlobStoreError
+from core.blob_store import BlobNotFound, BlobStoreError
 from core.content import encode_text
+from core.inspect_tool import InspectError, inspect_blob
 from core.selectors import SelectorError
 
 SESSIONS_PER_PAGE = 50
@@ -83,13 +84,19 @@ def _blob_view_context(
     elif not blob.missing and not blob.error:
         store = blob_store()
         try:
-            page = blob_page(blob, form.parsed, store=store, start=_positive_int(request.GET.get("start")))
+            page = blob_page(
+                blob, form.parsed, store=store, start=_positive_int(request.GET.get("start"))
+            )
         except SelectorError as error:
             form.add_error("selector", str(error))
             status = 400
-        except BlobStoreError:  # vanished or damaged since it was indexed
+        except BlobNotFound:  # vanished since it was indexed
             blob = refresh_blob(blob.id, store=store, row=blob)
-    selector = form.cleaned_data.get("selector", "") if form.is_valid() else data.get("selector", "")
+        except BlobStoreError as error:  # damaged: say so on the page, not with a 500
+            blob.error = str(error)
+    selector = (
+        form.cleaned_data.get("selector", "") if form.is_valid() else data.get("selector", "")
+    )
     view_id = _view_id(request)
     context = {
         "blob": blob,
@@ -146,7 +153,11 @@ def session_detail(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
 @require_GET
 def blob_list(request: HttpRequest) -> HttpResponse:
     form = BlobFilterForm(request.GET)
-    blobs = form.filter(Blob.objects.annotate(session_count=Count("refs__session", distinct=True)))
+    blobs = form.filter(
+        Blob.objects.annotate(session_count=Count("refs__session", distinct=True)).order_by(
+            "-created_at", "-id"
+        )
+    )
     page = Paginator(blobs, BLOBS_PER_PAGE).get_page(request.GET.get("page"))
     kinds = Blob.objects.exclude(kind="").order_by("kind").values_list("kind", flat=True)
     context = {"form": form, "page": page, "kinds": kinds.distinct()}
@@ -163,9 +174,9 @@ def blob_detail(request: HttpRequest, blob_id: uuid.UUID) -> HttpResponse:
     )
     context["raw_url"] = reverse("blob_raw", args=[blob.id])
     if not context["in_place"]:
-        context["sessions"] = (
-            Session.objects.filter(blob_refs__blob=blob).distinct()[:REFERRING_SESSIONS_SHOWN]
-        )
+        context["sessions"] = Session.objects.filter(blob_refs__blob=blob).distinct()[
+            :REFERRING_SESSIONS_SHOWN
+        ]
         context["share_form"] = ShareLinkForm(initial={"selector": context["selector"]})
     return _render(
         request, "blob_detail.html", context, fragment="blob_detail.html#view", status=status
@@ -200,8 +211,6 @@ def _raw_response(blob_id: uuid.UUID) -> FileResponse:
 @require_GET
 def api_inspect(request: HttpRequest, blob_id: uuid.UUID) -> HttpResponse:
     """Byte for byte what the model's inspect tool returns for this blob and selector."""
-    from core.inspect_tool import InspectError, inspect_blob  # noqa: PLC0415 (until core has it)
-
     store = blob_store()
     if not store.exists_sync(blob_id):
         return _plain_text(f"blob {blob_id} not found", status=404)
@@ -293,4 +302,3 @@ def _active_share_link(request: HttpRequest, token: str) -> ShareLink | HttpResp
     if not link.is_active:
         return render(request, "share_gone.html", {"link": link}, status=410)
     return link
-

@@ -9,9 +9,7 @@ reads a large file, greps, lists packages, reads a package's metadata, and calls
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,11 +22,12 @@ from core.model_clients import ScriptedClient, Turn
 from core.session_log import SessionLogWriter
 from core.worker import RunResult, Worker
 
-__all__ = ["DemoError", "DemoResult", "DemoSession", "main", "report", "run_demo"]
+__all__ = ["DemoError", "DemoResult", "DemoSession", "demo_main", "report", "run_demo"]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 BIG_FILE = "core/summary.py"  # large enough to be stored, small enough to read in a demo
 SMALL_FILE = "requirements.txt"  # stays inline
+VENDORED_JS = "static/vendor/htmx-*.min.js"
 SYSTEM_PROMPT = (
     "You answer questions about a software project with the tools you have. Large tool "
     "outputs are stored as blobs: you see a summary that starts with [blob:<id>]; call "
@@ -118,7 +117,7 @@ def _then(text: str, *makers: Callable[[Sequence[Item]], CallSpec]) -> Turn:
     return turn
 
 
-def _tour_script() -> list[Turn]:
+def _tour_script(repo_root: Path) -> list[Turn]:
     def answer(history: Sequence[Item]) -> AssistantMessage:
         summary = _blob_of(history, "read_summary")
         packages = _blob_of(history, "packages")
@@ -131,12 +130,19 @@ def _tour_script() -> list[Turn]:
             "big tool outputs like the ones in this run out of the model's context."
         )
 
+    first: list[CallSpec] = [
+        ("read_summary", "read_file", {"path": BIG_FILE}),
+        ("read_requirements", "read_file", {"path": SMALL_FILE}),
+        ("list_root", "list_dir", {"path": "."}),
+    ]
+    # The vendored htmx is one 50 KB line: it shows a summary of a single huge line.
+    vendored = sorted(repo_root.glob(VENDORED_JS))
+    if vendored:
+        first.append(
+            ("read_htmx", "read_file", {"path": vendored[-1].relative_to(repo_root).as_posix()})
+        )
     return [
-        _calls(
-            ("read_summary", "read_file", {"path": BIG_FILE}),
-            ("read_requirements", "read_file", {"path": SMALL_FILE}),
-            ("list_root", "list_dir", {"path": "."}),
-        ),
+        _calls(*first),
         _calls(("grep_defs", "grep", {"pattern": r"^(async )?def |^class ", "path": "core"})),
         _calls(
             ("packages", "installed_packages", {}),
@@ -162,7 +168,7 @@ def _tour_script() -> list[Turn]:
     ]
 
 
-def _framework_script() -> list[Turn]:
+def _framework_script(repo_root: Path) -> list[Turn]:
     def answer(history: Sequence[Item]) -> AssistantMessage:
         django = _blob_of(history, "django")
         return AssistantMessage(
@@ -186,7 +192,7 @@ def _framework_script() -> list[Turn]:
     ]
 
 
-_SESSIONS: tuple[tuple[str, str, Callable[[], list[Turn]]], ...] = (
+_SESSIONS: tuple[tuple[str, str, Callable[[Path], list[Turn]]], ...] = (
     (
         "Demo: a tour of this repository",
         "Give me a tour of this repository: what does core/summary.py do, what is defined "
@@ -209,7 +215,7 @@ async def run_demo_async(data_dir: Path, *, repo_root: Path = REPO_ROOT) -> Demo
     tools = demo_tools(repo_root)
     sessions = []
     for title, question, script in _SESSIONS:
-        client = ScriptedClient(script(), model="scripted-demo")
+        client = ScriptedClient(script(repo_root), model="scripted-demo")
         meta = {"source": "python -m core demo", "tools": [t.name for t in tools]}
         with SessionLogWriter(
             data_dir / "sessions", title=title, model=client.model, meta=meta
@@ -233,7 +239,7 @@ def report(result: DemoResult) -> str:
         lines += [
             f"{session.title}",
             f"  {len(session.result.items)} items, {stats.tool_calls} tool calls "
-            f"({stats.tool_errors} errors), {stats.blobs} blobs",
+            f"({_plural(stats.tool_errors, 'error')}), {_plural(stats.blobs, 'blob')}",
             f"  tool outputs {stats.output_bytes:,} bytes -> history {stats.history_bytes:,} "
             f"bytes ({stats.kept_out_bytes:,} kept out)",
             f"  log: {session.log_path}",
@@ -242,27 +248,15 @@ def report(result: DemoResult) -> str:
     lines += [
         f"Total: {result.items} items; tool outputs {result.output_bytes:,} bytes, "
         f"{result.history_bytes:,} of them in the history ({kept:,} kept out); "
-        f"{len(result.blob_ids)} blobs in {result.data_dir / 'blobs'}",
+        f"{_plural(len(result.blob_ids), 'blob')} in {result.data_dir / 'blobs'}",
     ]
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m core demo",
-        description="Run a scripted agent over this repository and record it as demo data.",
-    )
-    parser.add_argument(
-        "--data",
-        type=Path,
-        default=Path(os.environ.get("BLOBVIEWER_DATA", "data")),
-        help="the data directory (default: $BLOBVIEWER_DATA or ./data)",
-    )
-    parser.add_argument("--root", type=Path, default=REPO_ROOT, help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
-    print(report(run_demo(args.data, repo_root=args.root)))
-    return 0
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+def demo_main(data_dir: Path, *, repo_root: Path = REPO_ROOT) -> str:
+    """`python -m core demo`: run the demo into *data_dir* and return the report."""
+    return report(run_demo(data_dir, repo_root=repo_root))

@@ -89,7 +89,7 @@ def list_dir(root: Path, path: str = ".") -> str:
     return "\n".join(lines) if lines else f"{_shown(root, target)} is empty"
 
 
-def grep(root: Path, pattern: str, path: str = ".") -> str:
+def grep(root: Path, pattern: str, *, path: str = ".") -> str:
     """Lines matching the regex *pattern* in the UTF-8 files under *path*, as
     `file:line: text`; hidden and cache directories are skipped."""
     try:
@@ -213,7 +213,7 @@ def demo_tools(root: str | os.PathLike[str]) -> tuple[Tool, ...]:
             pattern: a Python regular expression, matched against each line
             path: a file or directory, relative to the project root
         """
-        return grep(base, pattern, path)
+        return grep(base, pattern, path=path)
 
     @tool(name="installed_packages")
     def installed_packages_tool() -> list[dict[str, str]]:

@@ -12,6 +12,7 @@ shows what the model really sent.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import uuid
@@ -150,8 +151,10 @@ class OpenAIChatClient:
         self.timeout = timeout
         self.temperature = temperature
         api_key = api_key if api_key is not None else environ.get("OPENAI_API_KEY", "")
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._http = httpx.AsyncClient(headers=headers, timeout=timeout, transport=transport)
+        self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._transport = transport
+        self._http: httpx.AsyncClient | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def __repr__(self) -> str:
         return f"OpenAIChatClient(model={self._model!r}, base_url={self.base_url!r})"
@@ -169,7 +172,7 @@ class OpenAIChatClient:
         if self.temperature is not None:
             body["temperature"] = self.temperature
         try:
-            response = await self._http.post(self.url, json=body)
+            response = await self._client().post(self.url, json=body)
         except httpx.TimeoutException:
             raise ModelError(f"{self.url} did not answer within {self.timeout:g}s") from None
         except httpx.HTTPError as error:
@@ -177,7 +180,7 @@ class OpenAIChatClient:
         if response.status_code >= 400:
             raise ModelError(
                 f"{self.url} answered HTTP {response.status_code}{_hint(response.status_code)}: "
-                f"{_excerpt(response.text)}",
+                f"{_error_excerpt(response)}",
                 status=response.status_code,
             )
         try:
@@ -189,8 +192,21 @@ class OpenAIChatClient:
             ) from None
         return parse_chat_response(data, source=self.url)
 
+    def _client(self) -> httpx.AsyncClient:
+        # A connection pool belongs to one event loop; each asyncio.run() gets a new pool
+        # (the old one went away with its loop), so the client works across runs.
+        loop = asyncio.get_running_loop()
+        if self._http is None or self._loop is not loop:
+            self._http = httpx.AsyncClient(
+                headers=self._headers, timeout=self.timeout, transport=self._transport
+            )
+            self._loop = loop
+        return self._http
+
     async def aclose(self) -> None:
-        await self._http.aclose()
+        if self._http is not None:
+            await self._http.aclose()
+            self._http = None
 
     async def __aenter__(self) -> Self:
         return self
@@ -301,6 +317,20 @@ def _hint(status: int) -> str:
     if status == 404:
         return " (check OPENAI_BASE_URL and the model name)"
     return ""
+
+
+def _error_excerpt(response: httpx.Response) -> str:
+    """The message of an OpenAI-style `{"error": {"message", "code"}}` body, else its start."""
+    try:
+        error = parse_json(response.content).get("error")
+    except (JsonError, AttributeError):
+        error = None
+    if isinstance(error, str):
+        return _excerpt(error)
+    if isinstance(error, dict) and isinstance(error.get("message"), str):
+        code = error.get("code") or error.get("type")
+        return _excerpt(f"{error['message']} ({code})" if code else error["message"])
+    return _excerpt(response.text)
 
 
 def _excerpt(value: Any) -> str:

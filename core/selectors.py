@@ -107,17 +107,19 @@ def _quote_if_needed(name: str) -> str:
 
 _STEP_START = re.compile(r"\s*([A-Za-z_]+)\s*:")
 _NEXT_STEP = re.compile(r"\|\s*(?:lines|slice|key|grep)\s*:")
-_LINES = re.compile(r"(\d+)(?:\s*(-)\s*(\d*))?")
-_SLICE = re.compile(r"(\d*)\s*\.\.(=?)\s*(\d*)")
+# [0-9], not \d: \d also matches other scripts' digits.
+_LINES = re.compile(r"([0-9]+)(?:\s*(-)\s*([0-9]*))?")
+_SLICE = re.compile(r"([0-9]*)\s*\.\.(=?)\s*([0-9]*)")
+_HUGE = 10**100  # past the end of anything; stands in for numbers too long for int()
 _JSON = json.JSONDecoder()
 
 
 def parse_selector(text: str | None) -> Selector:
     """Parse *text*; None or blank is the empty selector. Raises SelectorError."""
+    if text is not None and not isinstance(text, str):
+        raise SelectorError(f"a selector must be a string, got {type(text).__name__}")
     if text is None or not text.strip():
         return Selector()
-    if not isinstance(text, str):
-        raise SelectorError(f"a selector must be a string, got {type(text).__name__}")
     steps: list[Step] = []
     position = 0
     while True:
@@ -148,7 +150,10 @@ def _argument(text: str, position: int, name: str) -> tuple[str | _Quoted, int]:
         try:
             value, end = _JSON.raw_decode(text, start)
         except json.JSONDecodeError as error:
-            raise SelectorError(f"{name}: bad quoted string: {error.msg}") from None
+            raise SelectorError(
+                f"{name}: bad quoted string ({error.msg} column {error.pos + 1}); "
+                f'expected a JSON string like {name}:"a|b"'
+            ) from None
         rest = text[end:]
         stripped = rest.lstrip()
         if stripped and not stripped.startswith("|"):
@@ -174,12 +179,13 @@ def _step(name: str, argument: str | _Quoted) -> Step:
         return _lines_step(argument)
     if name == "slice":
         return _slice_step(argument)
+    quoted = isinstance(argument, _Quoted)
     if isinstance(argument, _Quoted):
         if not isinstance(argument.value, str):
             raise SelectorError(f"{name}: the quoted value must be a JSON string")
         argument = argument.value
     if name == "key":
-        if not argument:
+        if not argument and not quoted:  # key:"" names the empty key
             raise SelectorError('key: expects a key name, e.g. key:results (or key:"" for "")')
         return Key(argument)
     if not argument:
@@ -195,8 +201,8 @@ def _lines_step(argument: str | _Quoted) -> Lines:
     match = _LINES.fullmatch(argument) if isinstance(argument, str) else None
     if not match:
         raise SelectorError(f"{expected}; got {_shown(str(argument))}")
-    start = int(match.group(1))
-    end = int(match.group(3)) if match.group(3) else None
+    start = _number(match.group(1))
+    end = _number(match.group(3)) if match.group(3) else None
     if start < 1:
         raise SelectorError("lines: line numbers start at 1")
     if end is not None and end < start:
@@ -210,14 +216,20 @@ def _slice_step(argument: str | _Quoted) -> Slice:
     match = _SLICE.fullmatch(argument) if isinstance(argument, str) else None
     if not match:
         raise SelectorError(f"{expected} (e.g. slice:0..10); got {_shown(str(argument))}")
-    start = int(match.group(1)) if match.group(1) else None
+    start = _number(match.group(1)) if match.group(1) else None
     inclusive = bool(match.group(2))
-    end = int(match.group(3)) if match.group(3) else None
+    end = _number(match.group(3)) if match.group(3) else None
     if inclusive and end is None:
         raise SelectorError("slice: ..= needs an end, e.g. slice:0..=9")
     if start is not None and end is not None and start > (end + 1 if inclusive else end):
         raise SelectorError(f"slice:{argument}: the start is after the end")
     return Slice(start, end, inclusive)
+
+
+def _number(digits: str) -> int:
+    # int() refuses more than 4300 digits; a number that long is past every end anyway.
+    digits = digits.lstrip("0") or "0"
+    return int(digits) if len(digits) <= 100 else _HUGE
 
 
 def _shown(text: str) -> str:
@@ -334,6 +346,8 @@ def apply_step(step: Step, view: View, *, reached: str = "this blob") -> View:
     if not (isinstance(view, ValueView) and isinstance(view.value, dict)):
         raise _misapplied(step, "a JSON object", view, reached)
     if step.name not in view.value:
+        if not view.value:
+            raise SelectorError(f"{step}: no such key; the object has no keys")
         keys = ", ".join(display_key(k) for k in list(view.value)[:10])
         more = f" (+{len(view.value) - 10} more)" if len(view.value) > 10 else ""
         raise SelectorError(f"{step}: no such key; the keys are: {keys}{more}")

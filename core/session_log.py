@@ -17,6 +17,7 @@ import orjson
 from core.blob_errors import InvalidBlobId
 from core.blob_id import new_blob_id, parse_blob_id
 from core.history import ITEM_TYPES, Item, RecordError, item_from_record, item_to_record
+from core.json_values import JsonError, parse_json
 
 
 class SessionLogError(ValueError):
@@ -124,8 +125,10 @@ def read_session_log(path: str | os.PathLike[str]) -> SessionLog:
         if not raw.strip():
             raise SessionLogError(path, number, "empty line")
         try:
-            record = orjson.loads(raw)
-        except orjson.JSONDecodeError as error:
+            # parse_json, not orjson.loads: lines with lone surrogates, which the writer
+            # escapes through the stdlib, must read back too.
+            record = parse_json(raw)
+        except JsonError as error:
             if is_last and not ends_with_newline and log is not None:
                 log.torn_tail = True
                 break

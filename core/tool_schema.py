@@ -97,35 +97,37 @@ def _is_json(value: Any) -> bool:
     return True
 
 
-_ARGS_HEADER = re.compile(r"^\s*(Args|Arguments|Parameters):\s*$")
+_SECTION = re.compile(r"^([A-Z][A-Za-z ]*):\s*$")  # Args:, Returns:, Raises:, ...
+_ARGS_SECTIONS = frozenset({"Args", "Arguments", "Parameters"})
 _ARG_LINE = re.compile(r"^\s+(\*{0,2}\w+)\s*(\([^)]*\))?\s*:\s*(.*)$")
 
 
 def docstring_parts(docstring: str | None) -> tuple[str, dict[str, str]]:
     """The description and the per-parameter texts of a Google-style docstring.
 
-    Everything before an `Args:` section is the description; each `name: text` line in
-    that section (with its deeper-indented continuation lines) describes one parameter.
+    The description is everything before the first section (`Args:`, `Returns:`, ...);
+    each `name: text` line under `Args:`, with its deeper-indented continuation lines,
+    describes one parameter.
     """
     description: list[str] = []
     parameters: dict[str, str] = {}
-    section_indent: int | None = None  # indent of the parameter names, once in Args:
-    in_args = False
+    section = ""  # "" while still in the description
+    name_indent: int | None = None  # indent of the parameter names under Args:
     current = ""
     for line in inspect.cleandoc(docstring or "").splitlines():
         indent = len(line) - len(line.lstrip())
-        if _ARGS_HEADER.match(line):
-            in_args = True
-        elif not in_args:
+        if header := _SECTION.match(line):
+            section = header.group(1)
+        elif not section:
             description.append(line)
-        elif line and indent == 0:  # another section (Returns:, Raises:) ends Args
-            in_args = False
-        elif (match := _ARG_LINE.match(line)) and indent <= (section_indent or indent):
-            section_indent = indent
+        elif section not in _ARGS_SECTIONS or not line.strip():
+            continue
+        elif (match := _ARG_LINE.match(line)) and indent <= (name_indent or indent):
+            name_indent = indent
             current = match.group(1).lstrip("*")
             parameters[current] = match.group(3).strip()
-        elif current and line.strip():
-            parameters[current] = f"{parameters[current]} {line.strip()}".strip()
+        elif current:
+            parameters[current] = f"{parameters[current]} {line.strip()}"
     return "\n".join(description).strip(), parameters
 
 
@@ -140,6 +142,8 @@ def check_arguments(schema: Mapping[str, Any], arguments: Any) -> None:
     """
     if isinstance(arguments, str):
         raise ArgumentsError(f"arguments are not a JSON object: {_excerpt(arguments)}")
+    if not isinstance(arguments, dict):  # tool arguments are an object, whatever the schema
+        raise ArgumentsError(f"arguments must be object, got {_type_name(arguments)}")
     problems = _problems(schema, arguments, "arguments")
     if problems:
         raise ArgumentsError("; ".join(problems))

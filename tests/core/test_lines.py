@@ -11,7 +11,9 @@ from hypothesis import strategies as st
 from core.lines import count_lines, head_lines, line_slice, line_start, split_lines, tail_lines
 
 # Texts made mostly of line breaks and carriage returns, where the line model has its edges.
-line_texts = st.lists(st.sampled_from(["a", "é", "\n", "\r", "\r\n", " ", "\U0001f600"])).map("".join)
+line_texts = st.lists(st.sampled_from(["a", "é", "\n", "\r", "\r\n", " ", "\U0001f600"])).map(
+    "".join
+)
 any_texts = st.one_of(line_texts, st.text())
 
 

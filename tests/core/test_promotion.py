@@ -67,7 +67,7 @@ def test_it_recognizes_a_json_object() -> None:
 
 
 def test_it_ignores_whitespace_around_json() -> None:
-    value = [n for n in range(300)]
+    value = list(range(300))
     output = " \t\r\n " + json.dumps(value) + "\n\n  "
     assert promote(output) == Stored(Structured(value))
 

@@ -1,0 +1,121 @@
+"""Playwright driving Debian's Chromium against a live server with a temporary data dir.
+
+These tests never skip: without a Chromium at BLOBVIEWER_CHROMIUM (default
+/usr/bin/chromium) they fail, saying how to install one.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from blobviewer.data_dir import blob_store
+from blobviewer.ingest import ingest_file
+from web.records import SampleSession, record_sample_session
+
+# Playwright's sync API runs an event loop in this thread; Django's ORM refuses to run
+# where a loop is running unless told it is safe (the test's own queries are).
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+CHROMIUM = Path(os.environ.get("BLOBVIEWER_CHROMIUM", "/usr/bin/chromium"))
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+PASSWORD = "correct-horse-battery"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(item.fspath).parents:
+            item.add_marker(pytest.mark.browser)
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    if not CHROMIUM.exists():
+        pytest.fail(
+            f"No Chromium at {CHROMIUM}: install it (apt-get install chromium) or point "
+            "BLOBVIEWER_CHROMIUM at one. Browser tests never skip.",
+            pytrace=False,
+        )
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+class PageProblems:
+    """Dialogs opened and Content-Security-Policy violations seen on a page."""
+
+    def __init__(self, page: Any) -> None:
+        self.dialogs: list[str] = []
+        self.csp_violations: list[str] = []
+        page.on("dialog", self._on_dialog)
+        page.on("console", self._on_console)
+
+    def _on_dialog(self, dialog: Any) -> None:
+        self.dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    def _on_console(self, message: Any) -> None:
+        if "Content Security Policy" in message.text:
+            self.csp_violations.append(message.text)
+
+
+@pytest.fixture
+def new_page(browser: Any) -> Iterator[Any]:
+    """Opens pages in fresh browser contexts (no cookies shared); closes them afterwards."""
+    contexts = []
+
+    def open_page() -> Any:
+        context = browser.new_context()
+        context.set_default_timeout(10_000)
+        contexts.append(context)
+        page = context.new_page()
+        page.problems = PageProblems(page)
+        return page
+
+    yield open_page
+    for context in contexts:
+        context.close()
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path, settings: Any) -> Path:
+    root = tmp_path / "data"
+    (root / "blobs").mkdir(parents=True)
+    (root / "sessions").mkdir()
+    settings.BLOBVIEWER_DATA = root
+    return root
+
+
+@pytest.fixture
+def sample_session(data_dir: Path, transactional_db: None) -> SampleSession:
+    sample = record_sample_session(blob_store(), data_dir / "sessions")
+    ingest_file(sample.path, store=blob_store())
+    return sample
+
+
+@pytest.fixture
+def page(new_page: Any, live_server: Any, django_user_model: Any, transactional_db: None) -> Any:
+    """A page logged in as alice through the login form."""
+    django_user_model.objects.create_user("alice", password=PASSWORD)
+    page = new_page()
+    page.goto(f"{live_server.url}/accounts/login/")
+    page.fill("#id_username", "alice")
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{live_server.url}/")
+    return page

@@ -1,0 +1,128 @@
+"""The htmx flows in a real browser: timelines, blobs in place, selectors, share links."""
+
+from __future__ import annotations
+
+import re
+
+from playwright.sync_api import expect
+
+from blobviewer.blob_index import refresh_blob
+from blobviewer.data_dir import blob_store
+from core.content import Text
+
+HOSTILE = '<script>alert(1)</script><img src=x onerror="alert(2)">'
+
+
+def test_it_opens_a_session_and_a_blob_in_place(page, live_server, sample_session):
+    page.click("text=Fix the build")
+    session_url = f"{live_server.url}/sessions/{sample_session.id}/"
+    expect(page).to_have_url(session_url)
+    expect(page.locator("article.item")).to_have_count(9)
+
+    page.locator("#item-3 a.blob-ref").click()
+
+    in_place = page.locator("#item-3-blob.blob-view.in-place")
+    expect(in_place).to_contain_text("lines 1-300 of 300")
+    expect(in_place).to_contain_text("step 1: compiling module_1.py ... ok")
+    expect(page).to_have_url(session_url)  # opening in place leaves the address alone
+
+    # The selector box inside keeps working in place.
+    in_place.locator("input[name=selector]").fill("lines:42-43")
+    in_place.locator("input[name=selector]").press("Enter")
+    expect(in_place).to_contain_text("lines 42-43 of 300")
+    expect(page).to_have_url(session_url)
+    assert page.problems.csp_violations == []
+
+
+def test_an_inspect_call_opens_what_the_model_read(page, live_server, sample_session):
+    page.goto(f"{live_server.url}/sessions/{sample_session.id}/")
+
+    page.click("#item-4 a.inspect-link")
+
+    expect(page.locator("#item-4-blob")).to_contain_text("lines 2-3 of 300")
+
+
+def test_a_selector_swaps_the_view_and_the_address_bar_reproduces_it(
+    page, live_server, sample_session
+):
+    blob_url = f"{live_server.url}/blobs/{sample_session.text_blob}/"
+    page.goto(blob_url)
+    page.evaluate("window.notReloaded = true")
+
+    page.fill("#blob-view-selector", "grep:module_7[0-9]\\.")
+    page.press("#blob-view-selector", "Enter")
+
+    expect(page.locator("#blob-view .caption")).to_contain_text("matches 1-10 of 10")
+    expect(page).to_have_url(re.compile(r"\?selector=grep%3Amodule_7%5B0-9%5D%5C\.$"))
+    assert page.evaluate("window.notReloaded") is True  # swapped, not reloaded
+
+    page.reload()
+    expect(page.locator("#blob-view .caption")).to_contain_text("matches 1-10 of 10")
+    expect(page.locator("#blob-view-selector")).to_have_value("grep:module_7[0-9]\\.")
+
+    # Following a match opens the text around it, at the line's anchor.
+    page.click("#blob-view pre.content a.ln >> text=70")
+    expect(page).to_have_url(re.compile(r"selector=lines%3A60-560#L70$"))
+    expect(page.locator("#L70")).to_be_visible()
+
+
+def test_a_bad_selector_shows_its_error_beside_the_box(page, live_server, sample_session):
+    page.goto(f"{live_server.url}/blobs/{sample_session.json_blob}/")
+
+    page.fill("#blob-view-selector", "lines:1-5")
+    page.press("#blob-view-selector", "Enter")
+
+    error = page.locator("#blob-view-error")
+    expect(error).to_contain_text("lines: applies to text; this blob is json_array")
+    expect(page.locator("#blob-view-selector")).to_have_attribute("aria-invalid", "true")
+
+
+def test_back_returns_to_the_previous_view(page, live_server, sample_session):
+    page.goto(f"{live_server.url}/blobs/{sample_session.text_blob}/?selector=lines:5-6")
+    page.fill("#blob-view-selector", "lines:100-101")
+    page.press("#blob-view-selector", "Enter")
+    expect(page.locator("#blob-view .caption")).to_contain_text("lines 100-101 of 300")
+
+    page.go_back()
+
+    expect(page.locator("#blob-view .caption")).to_contain_text("lines 5-6 of 300")
+
+
+def test_a_share_link_opens_in_a_fresh_browser_without_login(
+    page, new_page, live_server, sample_session
+):
+    page.goto(f"{live_server.url}/blobs/{sample_session.text_blob}/?selector=lines:7-9")
+    page.click("text=Create share link")
+    expect(page).to_have_url(re.compile(r"/shares/#share-\d+$"))
+    share_url = page.locator("input.share-url").first.input_value()
+
+    stranger = new_page()
+    stranger.goto(share_url)
+
+    expect(stranger.locator("#blob-view .caption")).to_contain_text("lines 7-9 of 300")
+    expect(stranger.locator("text=Log out")).to_have_count(0)
+    stranger.fill("#blob-view-selector", "lines:20-21")
+    stranger.press("#blob-view-selector", "Enter")
+    expect(stranger.locator("#blob-view .caption")).to_contain_text("lines 20-21 of 300")
+    assert stranger.url.startswith(share_url.split("?")[0])
+
+    # Revoked, the link stops working.
+    page.click("text=Revoke")
+    stranger.goto(share_url)
+    expect(stranger.locator("h1")).to_contain_text("no longer works")
+
+
+def test_a_hostile_blob_raises_no_dialog(page, live_server, sample_session):
+    store = blob_store()
+    blob_id = store.store_sync(Text((HOSTILE + "\n") * 50))
+    refresh_blob(blob_id, store=store)
+
+    page.goto(f"{live_server.url}/blobs/{blob_id}/")
+    expect(page.locator("#L1")).to_be_visible()
+    page.fill("#blob-view-selector", "grep:script")
+    page.press("#blob-view-selector", "Enter")
+    expect(page.locator("#blob-view .caption")).to_contain_text("matches 1-50 of 50")
+    page.goto(f"{live_server.url}/blobs/{blob_id}/raw")
+    page.wait_for_timeout(300)
+
+    assert page.problems.dialogs == []

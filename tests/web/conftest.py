@@ -1,0 +1,81 @@
+"""Fixtures for the site's tests: a temporary data directory, users, recorded sessions."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from blobviewer.data_dir import blob_store
+from blobviewer.ingest import ingest_file
+from core.blob_id import BlobId
+from core.blob_store import FsBlobStore
+from core.content import Structured, Text
+from web.records import SampleSession, record_sample_session
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path, settings: Any) -> Path:
+    """An empty data directory (blobs/, sessions/) that the site reads from."""
+    root = tmp_path / "data"
+    (root / "blobs").mkdir(parents=True)
+    (root / "sessions").mkdir()
+    settings.BLOBVIEWER_DATA = root
+    return root
+
+
+@pytest.fixture
+def store(data_dir: Path) -> FsBlobStore:
+    return blob_store()
+
+
+@pytest.fixture
+def user(django_user_model: Any) -> Any:
+    return django_user_model.objects.create_user("alice", password="correct-horse-battery")
+
+
+@pytest.fixture
+def logged_in_client(client: Client, user: Any) -> Client:
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def sample_log(store: FsBlobStore, data_dir: Path) -> SampleSession:
+    """A sample session log on disk, not ingested yet."""
+    return record_sample_session(store, data_dir / "sessions")
+
+
+@pytest.fixture
+def sample_session(sample_log: SampleSession, store: FsBlobStore, db: None) -> SampleSession:
+    """The sample session, ingested."""
+    ingest_file(sample_log.path, store=store)
+    return sample_log
+
+
+@pytest.fixture
+def write_log(data_dir: Path) -> Callable[..., Path]:
+    """Write a session log from raw records (header first), for damaged or hostile logs."""
+
+    def write(records: list[dict[str, Any] | str], *, name: str | None = None) -> Path:
+        lines = [r if isinstance(r, str) else json.dumps(r) for r in records]
+        path = data_dir / "sessions" / (name or f"{uuid.uuid4()}.jsonl")
+        path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+        return path
+
+    return write
+
+
+@pytest.fixture
+def text_blob(store: FsBlobStore) -> Callable[[str], BlobId]:
+    return lambda text: store.store_sync(Text(text))
+
+
+@pytest.fixture
+def json_blob(store: FsBlobStore) -> Callable[[Any], BlobId]:
+    return lambda value: store.store_sync(Structured(value))

@@ -1,0 +1,102 @@
+"""Big blobs: the page stays under 200 KB whatever the blob's size, and a `lines:` page
+deep inside a text reads only the lines it shows."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from django.urls import reverse
+
+from blobviewer.blob_index import refresh_blob
+from blobviewer.data_dir import blob_store
+from core.blob_store import FsBlobStore
+from core.content import Structured, Text
+
+pytestmark = pytest.mark.django_db
+
+LIMIT = 200_000
+LINES = 250_000  # about 20 MB
+
+
+@pytest.fixture
+def big_text(store: FsBlobStore):
+    text = "".join(f"line {n:06} " + "lorem ipsum dolor sit amet " * 2 + "\n" for n in range(LINES))
+    blob_id = store.store_sync(Text(text))
+    assert store.size_sync(blob_id) > 16_000_000
+    refresh_blob(blob_id, store=blob_store())
+    return blob_id
+
+
+def page(client, blob_id, selector=None, **params):
+    query = {"selector": selector, **params} if selector else params
+    started = time.perf_counter()
+    response = client.get(reverse("blob_detail", args=[blob_id]), query)
+    return response, time.perf_counter() - started
+
+
+def test_the_page_of_a_20mb_text_stays_small(logged_in_client, big_text):
+    response, _ = page(logged_in_client, big_text)
+
+    assert response.status_code == 200
+    assert len(response.content) < LIMIT
+    assert b'id="L500"' in response.content
+    assert b"lines 1-500 of 250,000" in response.content
+
+
+def test_lines_deep_inside_read_only_those_lines(logged_in_client, big_text, monkeypatch):
+    def no_whole_loads(*args, **kwargs):
+        raise AssertionError("the whole blob was loaded")
+
+    monkeypatch.setattr(FsBlobStore, "load_sync", no_whole_loads)
+
+    response, seconds = page(logged_in_client, big_text, "lines:249900-")
+
+    assert response.status_code == 200
+    assert len(response.content) < LIMIT
+    assert b'<a class="ln" id="L249950" href="#L249950">249950</a>line 249949 ' in response.content
+    assert b"lines 249,900-250,000 of 250,000" in response.content
+    assert seconds < 1.0
+
+
+def test_a_single_20mb_line_is_cut(logged_in_client, store):
+    blob_id = store.store_sync(Text("z" * 20_000_000))
+    refresh_blob(blob_id, store=blob_store())
+
+    response, _ = page(logged_in_client, blob_id)
+
+    assert len(response.content) < LIMIT
+    assert b"19998000 more bytes" in response.content
+
+
+def test_text_that_escapes_to_more_bytes_still_fits(logged_in_client, store):
+    blob_id = store.store_sync(Text(('"<&>' * 500 + "\n") * 20_000))
+    refresh_blob(blob_id, store=blob_store())
+
+    response, _ = page(logged_in_client, blob_id)
+
+    assert len(response.content) < LIMIT
+    next_link = b"next \xe2\x86\x92"
+    assert next_link in response.content
+
+
+def test_many_grep_matches_are_paged(logged_in_client, big_text):
+    response, _ = page(logged_in_client, big_text, "grep:lorem")
+
+    assert len(response.content) < LIMIT
+    assert b"matches 1-500 of 250,000" in response.content
+
+    response, _ = page(logged_in_client, big_text, "grep:lorem", start="249801")
+    assert b"matches 249,801-250,000 of 250,000" in response.content
+
+
+def test_a_big_json_array_is_paged(logged_in_client, store):
+    blob_id = store.store_sync(Structured([{"n": n, "text": "é" * 40} for n in range(100_000)]))
+    refresh_blob(blob_id, store=blob_store())
+
+    response, _ = page(logged_in_client, blob_id)
+    assert len(response.content) < LIMIT
+
+    response, _ = page(logged_in_client, blob_id, "slice:99990..")
+    assert len(response.content) < LIMIT
+    assert b"entries 99990..100000 of 100,000" in response.content

@@ -1,0 +1,44 @@
+"""`manage.py serve_demo` (what `make run` runs): demo data and an admin, in one command."""
+
+from __future__ import annotations
+
+import re
+from io import StringIO
+
+import pytest
+from django.contrib.auth import authenticate
+from django.core.management import call_command
+
+from blobviewer.models import Blob, Session
+
+pytestmark = pytest.mark.django_db
+
+
+def serve_demo() -> str:
+    out = StringIO()
+    call_command("serve_demo", "--no-serve", stdout=out, stderr=StringIO())
+    return out.getvalue()
+
+
+def test_it_loads_the_demo_sessions_and_creates_an_admin_once(data_dir):
+    out = serve_demo()
+
+    assert Session.objects.count() >= 1
+    assert Blob.objects.filter(missing=False).exists()
+    assert any(data_dir.joinpath("sessions").glob("*.jsonl"))
+    password = re.search(r"Created user admin with password (\S+)", out).group(1)
+    assert authenticate(username="admin", password=password) is not None
+
+    again = serve_demo()
+
+    assert "Created user admin" not in again
+    assert "No sessions in" not in again
+    assert "+0 items" in again
+
+
+def test_it_leaves_existing_sessions_and_users_alone(data_dir, sample_log, user):
+    out = serve_demo()
+
+    assert "No sessions in" not in out
+    assert "Created user" not in out
+    assert list(Session.objects.values_list("id", flat=True)) == [sample_log.id]
