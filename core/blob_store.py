@@ -71,19 +71,23 @@ class FsBlobStore:
     # -- sync twins ---------------------------------------------------------------------
 
     def store_sync(self, content: Content) -> BlobId:
-        if isinstance(content, Text):
-            data, suffix = encode_text(content.text), TEXT_SUFFIX
-        elif isinstance(content, Structured):
-            try:
-                data = dumps_for_storage(content.value)
-            except (TypeError, ValueError) as error:
-                raise BlobStoreError(f"cannot store this value as JSON: {error}") from None
-            suffix = JSON_SUFFIX
-        else:
-            raise TypeError(f"content must be Text or Structured, got {type(content).__name__}")
+        data, suffix = self._encode(content)
         blob_id = new_blob_id()
         self._write_atomically(self.root / f"{blob_id}{suffix}", data)
         return blob_id
+
+    def put_sync(self, blob_id: BlobId | str, content: Content) -> bool:
+        """Store *content* under an id made elsewhere (a blob uploaded from another machine).
+
+        Blobs are immutable: when the id is already stored, nothing is written and False is
+        returned; otherwise the content is written atomically and True is returned.
+        """
+        blob_id = parse_blob_id(blob_id)
+        if self.exists_sync(blob_id):
+            return False
+        data, suffix = self._encode(content)
+        self._write_atomically(self.root / f"{blob_id}{suffix}", data)
+        return True
 
     def load_sync(self, blob_id: BlobId | str) -> Content:
         path = self.path_of(blob_id)
@@ -124,6 +128,17 @@ class FsBlobStore:
             raise BlobIOError(f"cannot read blob {blob_id}: {error.strerror}") from None
 
     # -- internals ------------------------------------------------------------------------
+
+    @staticmethod
+    def _encode(content: Content) -> tuple[bytes, str]:
+        if isinstance(content, Text):
+            return encode_text(content.text), TEXT_SUFFIX
+        if isinstance(content, Structured):
+            try:
+                return dumps_for_storage(content.value), JSON_SUFFIX
+            except (TypeError, ValueError) as error:
+                raise BlobStoreError(f"cannot store this value as JSON: {error}") from None
+        raise TypeError(f"content must be Text or Structured, got {type(content).__name__}")
 
     def _candidates(self, blob_id: BlobId) -> tuple[Path, Path]:
         # Only a parsed UUID, rendered canonically, ever becomes part of a path.

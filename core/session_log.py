@@ -115,6 +115,8 @@ def read_session_log(path: str | os.PathLike[str]) -> SessionLog:
         data = path.read_bytes()
     except OSError as error:
         raise SessionLogError(path, 0, f"cannot read: {error.strerror}") from None
+    if not data.strip():
+        raise SessionLogError(path, 1, "empty file: expected a session header line")
     lines = data.split(b"\n")
     ends_with_newline = data.endswith(b"\n")
     if ends_with_newline:

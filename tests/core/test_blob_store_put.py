@@ -1,0 +1,40 @@
+"""FsBlobStore.put_sync: storing a blob under an id made on another machine."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from core.blob_errors import InvalidBlobId
+from core.blob_id import new_blob_id
+from core.blob_store import FsBlobStore
+from core.content import Structured, Text
+
+
+def test_it_stores_under_the_given_id_and_loads_back(tmp_path: Path) -> None:
+    store = FsBlobStore(tmp_path)
+    text_id, json_id = new_blob_id(), new_blob_id()
+    assert store.put_sync(text_id, Text("hello\n")) is True
+    assert store.put_sync(str(json_id), Structured({"a": [1, 2]})) is True
+    assert store.load_sync(text_id) == Text("hello\n")
+    assert store.load_sync(json_id) == Structured({"a": [1, 2]})
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [f"{text_id}.txt", f"{json_id}.json"]
+    )
+
+
+def test_an_existing_blob_is_never_overwritten(tmp_path: Path) -> None:
+    store = FsBlobStore(tmp_path)
+    blob_id = new_blob_id()
+    store.put_sync(blob_id, Text("first"))
+    assert store.put_sync(blob_id, Text("second")) is False
+    assert store.put_sync(blob_id, Structured([1])) is False
+    assert store.load_sync(blob_id) == Text("first")
+
+
+def test_an_invalid_id_touches_nothing(tmp_path: Path) -> None:
+    store = FsBlobStore(tmp_path / "blobs")
+    with pytest.raises(InvalidBlobId):
+        store.put_sync("../escape", Text("x"))
+    assert not (tmp_path / "blobs").exists()
