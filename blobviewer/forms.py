@@ -65,13 +65,18 @@ class SelectorForm(forms.Form):
         return self.cleaned_data["parsed"]
 
 
-class ShareLinkForm(forms.Form):
-    DAY_CHOICES = [(1, "1 day"), (7, "7 days"), (30, "30 days"), (90, "90 days")]
+def _expiry_choices() -> list[tuple[int, str]]:
+    days = sorted({1, 7, 30, 90, settings.SHARE_LINK_DAYS})
+    return [(n, f"{n} day{'s' if n != 1 else ''}") for n in days]
 
+
+class ShareLinkForm(forms.Form):
     selector = forms.CharField(required=False, max_length=1000, strip=True)
-    days = forms.TypedChoiceField(
-        choices=DAY_CHOICES, coerce=int, initial=settings.SHARE_LINK_DAYS, label="expires in"
-    )
+    days = forms.TypedChoiceField(choices=_expiry_choices, coerce=int, label="expires in")
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["days"].initial = settings.SHARE_LINK_DAYS
 
     def clean_selector(self) -> str:
         selector = self.cleaned_data["selector"]

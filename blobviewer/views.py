@@ -116,8 +116,8 @@ def _neighbour_url(base_url: str, selector: str, page: Page | None, direction: s
     """The URL of the previous or next page of a blob view; "" when there is none."""
     if page is None:
         return ""
-    if next_selector := getattr(page, f"{direction}_selector"):
-        return selector_url(base_url, next_selector)
+    if neighbour := getattr(page, f"{direction}_selector"):
+        return selector_url(base_url, neighbour)
     if start := getattr(page, f"{direction}_start"):
         return selector_url(base_url, selector, start)
     return ""

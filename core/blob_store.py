@@ -136,7 +136,7 @@ class FsBlobStore:
         if isinstance(content, Structured):
             try:
                 return dumps_for_storage(content.value), JSON_SUFFIX
-            except (TypeError, ValueError) as error:
+            except (TypeError, ValueError, RecursionError) as error:
                 raise BlobStoreError(f"cannot store this value as JSON: {error}") from None
         raise TypeError(f"content must be Text or Structured, got {type(content).__name__}")
 

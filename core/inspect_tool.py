@@ -7,12 +7,13 @@ and ends with `… truncated — continue with <selector>`, naming the exact nex
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import Any
 
 from core.blob_errors import BlobStoreError
 from core.blob_id import BlobId, parse_blob_id
-from core.blob_store import BlobStore, FsBlobStore
+from core.blob_store import TEXT_SUFFIX, BlobStore, FsBlobStore
 from core.content import (
     Content,
     Structured,
@@ -23,6 +24,7 @@ from core.content import (
     utf8_size,
 )
 from core.json_values import display_key, dumps_compact, dumps_for_storage, dumps_indented, shape
+from core.line_index import LineIndex
 from core.policy import DEFAULT_POLICY, Policy
 from core.selectors import (
     GrepView,
@@ -35,6 +37,7 @@ from core.selectors import (
     ValueView,
     evaluate,
     parse_selector,
+    past_the_end,
 )
 from core.summary import ELLIPSIS, key_lines, schema_line
 
@@ -76,6 +79,10 @@ async def inspect_blob_async(
 ) -> str:
     """What the inspect tool returns for *blob_id* and *selector*; raises InspectError."""
     parsed_id, parsed = _parse(blob_id, selector)
+    if isinstance(store, FsBlobStore):
+        args = (store, parsed_id, parsed, policy)
+        if (result := await asyncio.to_thread(_lines_from_file, *args)) is not None:
+            return result
     try:
         content = await store.load(parsed_id)
     except BlobStoreError as error:
@@ -88,6 +95,8 @@ def inspect_blob(
 ) -> str:
     """:func:`inspect_blob_async` for synchronous callers (the CLI, the web site)."""
     parsed_id, parsed = _parse(blob_id, selector)
+    if (result := _lines_from_file(store, parsed_id, parsed, policy)) is not None:
+        return result
     try:
         content = store.load_sync(parsed_id)
     except BlobStoreError as error:
@@ -100,6 +109,41 @@ def _parse(blob_id: str, selector: str | None) -> tuple[BlobId, Selector]:
         return parse_blob_id(blob_id), parse_selector(selector)
     except (BlobStoreError, SelectorError) as error:
         raise InspectError(str(error)) from None
+
+
+def _lines_from_file(
+    store: FsBlobStore, blob_id: BlobId, selector: Selector, policy: Policy
+) -> str | None:
+    """`lines:A-B` of a text blob, read through a line index instead of loading the blob:
+    one pass to count lines, then only the lines shown are read and decoded. The result is
+    the same as :func:`render_inspect` gives; None when the selector or blob is another kind.
+    """
+    if len(selector.steps) != 1 or not isinstance(step := selector.steps[0], Lines):
+        return None
+    try:
+        path = store.path_of(blob_id)
+        if path.suffix != TEXT_SUFFIX:
+            return None
+        index = LineIndex.build(path)
+        total = index.line_count
+        if step.start > total:
+            raise InspectError(str(past_the_end(step, total)))
+        last = total if step.end is None else min(step.end, total)
+        # Every shown line takes at least one byte, so no more than the limit can be shown.
+        stop = min(last, step.start + policy.inspect_limit)
+        lines = index.read_lines(path, step.start, stop, max_line_bytes=policy.inspect_limit)
+    except BlobStoreError as error:
+        raise InspectError(str(error)) from None
+    except UnicodeDecodeError:
+        raise InspectError(f"blob {blob_id} is not UTF-8 text") from None
+    except OSError as error:
+        raise InspectError(f"cannot read blob {blob_id}: {error.strerror}") from None
+    header = f"[blob:{blob_id}] lines {step.start}-{last} of {total}"
+    units = [
+        _Unit([line.text], Selector((Lines(line.number, step.end),)), size=line.size)
+        for line in lines
+    ]
+    return _bounded(_cap(header, units, None, policy.inspect_limit), policy.inspect_limit)
 
 
 def _render_or_raise(blob_id: BlobId, content: Content, selector: Selector, policy: Policy) -> str:
@@ -120,6 +164,7 @@ class _Unit:
     lines: list[str]
     resume: Selector | None
     label: str = "line"  # how the note on a cut line names it
+    size: int | None = None  # a one-line unit's full size when `lines` holds only its start
 
 
 def render_inspect(
@@ -136,7 +181,7 @@ def render_inspect(
         description, units = _selected(view, selector)
         name = "" if len(selector.steps) == 1 else f"{selector} → "
         header, more = f"{ref} {name}{description}", None
-    return _cap(header, units, more, policy.inspect_limit)
+    return _bounded(_cap(header, units, more, policy.inspect_limit), policy.inspect_limit)
 
 
 def _overview(ref: str, content: Content, policy: Policy) -> tuple[str, list[_Unit], str | None]:
@@ -273,6 +318,8 @@ def _cap(header: str, units: list[_Unit], more: str | None, limit: int) -> str:
     size = utf8_size(header)
     for index, unit in enumerate(units):
         unit_size = sum(1 + utf8_size(line) for line in unit.lines)
+        if unit.size is not None:
+            unit_size = 1 + unit.size
         if index + 1 < len(units):
             resume = units[index + 1].resume
             reserve = 1 + utf8_size(_trailer(resume)) if resume else 0
@@ -310,10 +357,34 @@ def _cut_unit(unit: _Unit, rest: list[_Unit], room: int) -> list[str]:
     line = unit.lines[0]
     after = next((u.resume for u in rest if u.resume is not None), None)
     tail = [_trailer(after)] if after else []
-    note = f"{ELLIPSIS} this {unit.label} is {utf8_size(line)} bytes; only its start is shown"
+    full = utf8_size(line) if unit.size is None else unit.size
+    note = f"{ELLIPSIS} this {unit.label} is {full} bytes; only its start is shown"
     room -= 1 + (1 + utf8_size(note)) + sum(1 + utf8_size(t) for t in tail)
     cut = cut_utf8(encode_text(line[: max(room, 0)]), max(room - len(ELLIPSIS.encode()), 0))
     return [decode_text(cut) + ELLIPSIS, note, *tail]
+
+
+def _bounded(result: str, limit: int) -> str:
+    """*result*, or as many of its whole lines as fit with a closing `… truncated` line.
+
+    Only a key, regex or header too long to name within *limit* (or a tiny limit) gets
+    here: no trailer that fits can name the selector that reads on.
+    """
+    if utf8_size(result) <= limit:
+        return result
+    note = f"{ELLIPSIS} truncated"
+    used = utf8_size(note)
+    out: list[str] = []
+    for line in result.split("\n"):
+        needed = utf8_size(line) + 1
+        if used + needed > limit:
+            if not out:  # the header itself is too long: keep its start
+                room = max(limit - used - 1 - len(ELLIPSIS.encode()), 0)
+                out.append(decode_text(cut_utf8(encode_text(line[:room]), room)) + ELLIPSIS)
+            break
+        out.append(line)
+        used += needed
+    return "\n".join([*out, note])
 
 
 def _trailer(selector: Selector) -> str:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from core.content import Inline, Stored, Structured, Text, ToolOutput, utf8_size
-from core.json_values import JsonError, parse_json
+from core.json_values import JsonError, dumps_for_storage, parse_json
 from core.policy import DEFAULT_POLICY, Policy
 from core.summary import summarize
 
@@ -42,9 +42,20 @@ def _content_of(output: str) -> Text | Structured:
         except JsonError:
             pass
         else:
-            if isinstance(value, list | dict):
+            if isinstance(value, list | dict) and _storable(value):
                 return Structured(value)
     return Text(output)
+
+
+def _storable(value: list | dict) -> bool:
+    # orjson reads JSON nested up to 1024 deep but cannot write it back, and the stdlib
+    # encoder runs out of stack near 1000 levels; such a value stays Text instead of
+    # failing later in the store. Writing costs a small fraction of the parse.
+    try:
+        dumps_for_storage(value)
+    except (TypeError, ValueError, RecursionError):
+        return False
+    return True
 
 
 @dataclass(frozen=True, slots=True)

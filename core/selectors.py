@@ -370,11 +370,13 @@ def _misapplied(step: Step, wanted: str, view: View, reached: str) -> SelectorEr
     return SelectorError(f"{name}: applies to {wanted}; {subject} {kind} — {suggestion(view)}")
 
 
+def past_the_end(step: Lines, total: int) -> SelectorError:
+    return SelectorError(f"{step}: line {step.start} is past the end; the text has {total} lines")
+
+
 def _lines(step: Lines, view: LinesView) -> LinesView:
     if step.start > view.total:
-        raise SelectorError(
-            f"{step}: line {step.start} is past the end; the text has {view.total} lines"
-        )
+        raise past_the_end(step, view.total)
     end = view.total if step.end is None else min(step.end, view.total)
     first, last = max(step.start, view.first), min(end, view.last)
     if first > last:

@@ -12,14 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from web.records import SampleSession, record_sample_session
 
 from blobviewer.data_dir import blob_store
 from blobviewer.ingest import ingest_file
-from web.records import SampleSession, record_sample_session
-
-# Playwright's sync API runs an event loop in this thread; Django's ORM refuses to run
-# where a loop is running unless told it is safe (the test's own queries are).
-os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 CHROMIUM = Path(os.environ.get("BLOBVIEWER_CHROMIUM", "/usr/bin/chromium"))
 CHROMIUM_ARGS = [
@@ -40,8 +36,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.browser)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser() -> Iterator[Any]:
+    """One Chromium for this package's tests, stopped after them: Playwright's sync API
+    runs an event loop in this thread, which would break later tests' asyncio.run()."""
     if not CHROMIUM.exists():
         pytest.fail(
             f"No Chromium at {CHROMIUM}: install it (apt-get install chromium) or point "
@@ -50,10 +48,20 @@ def browser() -> Iterator[Any]:
         )
     from playwright.sync_api import sync_playwright
 
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
+    # With that loop running, Django's ORM refuses to run unless told it is safe (the
+    # tests' own queries are); only while these tests run, so no subprocess inherits it.
+    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+            yield browser
+            browser.close()
+    finally:
+        if previous is None:
+            del os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"]
+        else:
+            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
 
 
 class PageProblems:

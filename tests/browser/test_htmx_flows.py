@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+import uuid
 
+from django.utils import timezone
 from playwright.sync_api import expect
 
 from blobviewer.blob_index import refresh_blob
@@ -14,6 +16,7 @@ HOSTILE = '<script>alert(1)</script><img src=x onerror="alert(2)">'
 
 
 def test_it_opens_a_session_and_a_blob_in_place(page, live_server, sample_session):
+    page.goto(f"{live_server.url}/")
     page.click("text=Fix the build")
     session_url = f"{live_server.url}/sessions/{sample_session.id}/"
     expect(page).to_have_url(session_url)
@@ -126,3 +129,17 @@ def test_a_hostile_blob_raises_no_dialog(page, live_server, sample_session):
     page.wait_for_timeout(300)
 
     assert page.problems.dialogs == []
+
+
+def test_searching_sessions_swaps_the_list_and_the_address(page, live_server, sample_session):
+    from blobviewer.models import Session
+
+    Session.objects.create(id=uuid.uuid4(), title="Another run", created_at=timezone.now())
+    page.goto(f"{live_server.url}/")
+    expect(page.locator("#list tbody tr")).to_have_count(2)
+
+    page.fill("#id_q", "build")
+
+    expect(page.locator("#list tbody tr")).to_have_count(1)
+    expect(page.locator("#list")).to_contain_text("Fix the build")
+    expect(page).to_have_url(re.compile(r"\?q=build"))

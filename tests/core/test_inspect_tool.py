@@ -113,7 +113,8 @@ def test_an_array_shows_its_schema_and_first_entries() -> None:
 
 def test_a_long_array_shows_40_entries_and_where_to_go_on() -> None:
     lines = render(Structured(list(range(100)))).split("\n")
-    assert lines[0] == f"{REF} json_array | 100 entries | 290 bytes"
+    stored = len(json.dumps(list(range(100)), separators=(",", ":")))
+    assert lines[0] == f"{REF} json_array | 100 entries | {stored} bytes"
     assert lines[1:4] == ["── schema ──", "number", "── head ──"]
     assert lines[4:44] == [str(n) for n in range(40)]
     assert lines[44:] == ["… 60 more entries — continue with slice:40..80"]
@@ -330,7 +331,7 @@ def test_a_long_array_entry_is_cut_with_a_note() -> None:
 
 
 def test_a_policy_sets_the_cap_and_the_overview_length() -> None:
-    policy = Policy(inspect_limit=100, inspect_head_lines=3)
+    policy = Policy(inspect_limit=200, inspect_head_lines=3)
     result = render_inspect(BLOB_ID, numbered_text(10), None, policy)
     assert result.split("\n")[1:] == [
         "line 1",
@@ -339,8 +340,10 @@ def test_a_policy_sets_the_cap_and_the_overview_length() -> None:
         "… 7 more lines — continue with lines:4-6",
     ]
     result = render_inspect(BLOB_ID, numbered_text(100), "lines:1-", policy)
-    assert size(result) <= 100
-    assert result.endswith("… truncated — continue with lines:2-") or "lines:" in result
+    assert size(result) <= 200
+    *shown, trailer = result.split("\n")[1:]
+    assert shown == [f"line {n}" for n in range(1, len(shown) + 1)]
+    assert trailer == f"… truncated — continue with lines:{len(shown) + 1}-"
 
 
 # -- through the store, and errors ----------------------------------------------------------
@@ -501,3 +504,73 @@ def test_pathologically_long_keys_and_patterns_still_respect_the_cap() -> None:
     ]
     for content, selector in cases:
         assert size(render(content, selector)) <= CAP
+
+
+# -- lines: of a text blob is read from the file, not loaded whole ----------------------------
+
+
+def test_lines_of_a_text_blob_does_not_load_the_blob(
+    store: FsBlobStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blob_id = store.store_sync(numbered_text(5000))
+
+    def refuse(*_: object) -> None:
+        raise AssertionError("the whole blob was loaded")
+
+    monkeypatch.setattr(FsBlobStore, "load_sync", refuse)
+    monkeypatch.setattr(FsBlobStore, "load", refuse)
+    expected = f"[blob:{blob_id}] lines 4998-5000 of 5000\nline 4998\nline 4999\nline 5000"
+    assert inspect_blob(store, str(blob_id), "lines:4998-9999") == expected
+    assert asyncio.run(inspect_blob_async(store, str(blob_id), "lines:4998-")) == expected
+    assert inspect_error(store, str(blob_id), "lines:5001") == (
+        "lines:5001: line 5001 is past the end; the text has 5000 lines"
+    )
+
+
+def test_lines_of_a_text_blob_that_is_not_utf8_is_an_error(store: FsBlobStore) -> None:
+    blob_id = store.store_sync(Text("ok\n"))
+    (store.root / f"{blob_id}.txt").write_bytes(b"ok\ncaf\xe9\n")
+    assert "not UTF-8" in inspect_error(store, str(blob_id), "lines:2")
+
+
+stored_texts = st.lists(
+    st.one_of(
+        st.sampled_from(["", "a", "é€", "\U0001f600", "x\r", "\ud800", " \t"]),
+        st.tuples(st.sampled_from(["a", "€", "\U0001f600"]), st.integers(1, 5000)).map(
+            lambda p: p[0] * p[1]
+        ),
+    ),
+    max_size=40,
+).flatmap(lambda lines: st.sampled_from(["\n", "\r\n"]).map(lambda sep: sep.join(lines)))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    stored_texts,
+    st.integers(min_value=1, max_value=45),
+    st.sampled_from(["", "-", "-3", "-20", "-99"]),
+    st.sampled_from([150, 400, 2000, 8000]),
+    st.booleans(),
+)
+def test_lines_read_from_the_file_match_the_rendering_of_the_loaded_text(
+    tmp_path_factory: pytest.TempPathFactory,
+    text: str,
+    start: int,
+    end: str,
+    limit: int,
+    final_newline: bool,
+) -> None:
+    text += "\n" if final_newline and text else ""
+    store = FsBlobStore(tmp_path_factory.mktemp("blobs"))
+    blob_id = store.store_sync(Text(text))
+    policy = Policy(inspect_limit=limit)
+    selector = f"lines:{start}{end}"
+    if end and int(end[1:] or 10**9) < start:
+        return  # a malformed range: the parser refuses it before either path runs
+    try:
+        expected = render_inspect(blob_id, Text(text), selector, policy)
+    except SelectorError as error:
+        with pytest.raises(InspectError, match=re.escape(str(error))):
+            inspect_blob(store, str(blob_id), selector, policy)
+        return
+    assert inspect_blob(store, str(blob_id), selector, policy) == expected

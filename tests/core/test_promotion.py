@@ -6,11 +6,13 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from core.blob_errors import BlobStoreError
 from core.blob_store import FsBlobStore
 from core.content import Inline, Stored, Structured, Text
 from core.policy import DEFAULT_POLICY, Policy
@@ -154,3 +156,21 @@ def test_admit_uses_the_policy_for_the_summary(tmp_path: Path) -> None:
     policy = Policy(head_lines=1, tail_lines=1)
     admitted = admit_sync(Stored(Text("a\nb\nc")), store, policy)
     assert admitted.text.split("\n")[1:] == ["── head ──", "a", "── tail ──", "c"]
+
+
+@pytest.mark.parametrize("depth", [300, 1000, 1023, 1100, 100_000])
+def test_deeply_nested_json_is_admitted_without_raising(store: FsBlobStore, depth: int) -> None:
+    # orjson reads up to 1024 levels but writes only 254; the stdlib runs out near 1000.
+    output = "[" * depth + "]" * depth + " " * 800
+    admitted = admit_sync(promote(output), store)
+    assert admitted.blob_id is not None
+    stored = store.load_sync(admitted.blob_id)
+    assert stored == Text(output) or isinstance(stored, Structured)
+
+
+def test_a_tool_value_too_deep_to_write_is_a_store_error(store: FsBlobStore) -> None:
+    value: list[Any] = []
+    for _ in range(5000):
+        value = [value]
+    with pytest.raises(BlobStoreError, match="cannot store this value as JSON"):
+        admit_sync(Stored(Structured(value)), store)

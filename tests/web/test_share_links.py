@@ -52,6 +52,15 @@ def test_the_blob_page_offers_to_share_the_view_on_screen(logged_in_client, samp
     assert '<input type="hidden" name="selector" value="grep:step 1">' in form
 
 
+def test_the_blob_page_offers_no_share_link_for_a_bad_selector(logged_in_client, sample_session):
+    url = reverse("blob_detail", args=[sample_session.text_blob])
+
+    response = logged_in_client.get(url, {"selector": "slice:0..1"})
+
+    assert response.status_code == 400
+    assert b"Create share link" not in response.content
+
+
 def test_it_refuses_to_share_a_bad_selector(logged_in_client, sample_session):
     url = reverse("share_create", args=[sample_session.text_blob])
 
