@@ -2,9 +2,14 @@
 
 `ingest_session(header, records, ...)` is the one entry point that writes; it takes a
 session header and item records in the session log's shape (SPEC 2.10), so an importer for
-another agent's format only has to produce those. `ingest_file(path)` reads our own
-session logs. Both are idempotent: items are keyed by (session, seq), so ingesting a log
-again, or after it grew, adds only the new items.
+another agent's format only has to produce those. `ingest_file(path)` recognises a file's
+format by its content: our own session logs, or another agent's recording (see
+blobviewer.importers). Both are idempotent: items are keyed by (session, seq), so
+ingesting a log again, or after it grew, adds only the new items.
+
+Tool outputs that a recording kept whole go through core's promotion on the way in, as a
+live Worker would have done: over the threshold, the output is stored as a blob and the
+item keeps its summary. Only new items are promoted, so re-ingesting stores nothing twice.
 """
 
 from __future__ import annotations
@@ -23,10 +28,21 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from blobviewer.blob_index import index_blobs
+from blobviewer.importers import (
+    OUR_FORMAT,
+    RecordingError,
+    UnknownFormat,
+    detect,
+    load_recording,
+    read_bytes,
+)
 from blobviewer.models import Blob, BlobRef, Item, Session
+from core.blob_errors import BlobStoreError
 from core.blob_id import BLOB_REF, blob_created_at, find_blob_refs
 from core.blob_store import FsBlobStore
-from core.content import utf8_size
+from core.content import Stored, utf8_size
+from core.policy import DEFAULT_POLICY, Policy
+from core.promotion import admit_sync, promote
 from core.session_log import SessionLogError, read_session_log
 
 _BATCH = 500
@@ -60,8 +76,32 @@ class IngestResult:
     torn_tail: bool = False
 
 
+class NotARecording(IngestError):
+    """The file is in no format blobviewer reads (a folder scan skips such files)."""
+
+
 def ingest_file(path: Path, *, store: FsBlobStore) -> IngestResult:
-    """Ingest one of our session logs (a torn last line is skipped, to be read next time)."""
+    """Ingest a session log or another agent's recording, recognised by its content.
+
+    A torn last line of a session log is skipped, to be read once it is complete.
+    """
+    try:
+        data = read_bytes(path)
+        kind = detect(path, data)
+        if kind != OUR_FORMAT:
+            recording = load_recording(path, data)
+    except UnknownFormat as error:
+        raise NotARecording(str(path), error.line, error.message) from None
+    except RecordingError as error:
+        raise IngestError(str(path), error.line, error.message) from None
+    if kind != OUR_FORMAT:
+        return ingest_session(
+            recording.header,
+            recording.records,
+            source_path=str(path),
+            store=store,
+            source_format=recording.format,
+        )
     try:
         log = read_session_log(path)
     except SessionLogError as error:
@@ -78,7 +118,8 @@ def ingest_session(
     *,
     source_path: str,
     store: FsBlobStore,
-    source_format: str = "blobviewer",
+    source_format: str = OUR_FORMAT,
+    policy: Policy = DEFAULT_POLICY,
 ) -> IngestResult:
     """Upsert a session and add the records whose seq it does not have yet, atomically.
 
@@ -102,7 +143,11 @@ def ingest_session(
             },
         )
         known = set(Item.objects.filter(session=session).values_list("seq", flat=True))
-        new_records = [r for r in records if r["seq"] not in known]
+        new_records = [
+            _promoted(record, store=store, policy=policy, source_path=source_path)
+            for record in records
+            if record["seq"] not in known
+        ]
         items = Item.objects.bulk_create(
             [_item(session, record) for record in new_records], batch_size=_BATCH
         )
@@ -135,15 +180,55 @@ def ingest_session(
     )
 
 
-def session_log_paths(paths: Iterable[Path]) -> list[Path]:
-    """Files as given; folders searched recursively for `*.jsonl`, in name order."""
-    found: list[Path] = []
+RECORDING_SUFFIXES = (".jsonl", ".json", ".traj")
+
+
+def recording_paths(paths: Iterable[Path]) -> list[tuple[Path, bool]]:
+    """(path, named) pairs: files as given (named), and the files of folders, searched
+    recursively for recording-like names, in name order. Hidden entries and blob stores
+    (folders named `blobs`, whose `.json` files are blobs, not recordings) are passed over.
+    """
+    found: list[tuple[Path, bool]] = []
     for path in paths:
-        if path.is_dir():
-            found.extend(sorted(p for p in path.rglob("*.jsonl") if p.is_file()))
-        else:
-            found.append(path)
+        if not path.is_dir():
+            found.append((path, True))
+            continue
+        for candidate in sorted(path.rglob("*")):
+            parts = candidate.relative_to(path).parts
+            if (
+                candidate.suffix in RECORDING_SUFFIXES
+                and candidate.is_file()
+                and not any(part.startswith(".") or part == "blobs" for part in parts[:-1])
+                and not parts[-1].startswith(".")
+            ):
+                found.append((candidate, False))
     return found
+
+
+def _promoted(
+    record: Mapping[str, Any], *, store: FsBlobStore, policy: Policy, source_path: str
+) -> Mapping[str, Any]:
+    """*record*, its tool output promoted when the recording kept a big one whole.
+
+    An output that already starts with `[blob:<id>]` is a summary our Worker wrote, or an
+    inspect result (never promoted), and passes as it is.
+    """
+    output = record.get("output")
+    if record.get("type") != "tool_result" or not isinstance(output, str):
+        return record
+    if BLOB_REF.match(output):
+        return record
+    promoted = promote(output, policy)
+    if not isinstance(promoted, Stored):
+        return record
+    try:
+        admitted = admit_sync(promoted, store, policy)
+    except BlobStoreError as error:
+        seq = record.get("seq")
+        raise IngestError(
+            source_path, None, f"seq {seq}: cannot store its output: {error}"
+        ) from None
+    return {**record, "output": admitted.text, "received_bytes": utf8_size(output)}
 
 
 # --- helpers -------------------------------------------------------------------------------

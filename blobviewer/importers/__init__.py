@@ -8,7 +8,15 @@ nothing twice. Plain Python: no Django here.
 
 from __future__ import annotations
 
-from blobviewer.importers.detect import load_recording
-from blobviewer.importers.recording import Recording, RecordingError
+from blobviewer.importers.detect import OUR_FORMAT, detect, load_recording, read_bytes
+from blobviewer.importers.recording import Recording, RecordingError, UnknownFormat
 
-__all__ = ["Recording", "RecordingError", "load_recording"]
+__all__ = [
+    "OUR_FORMAT",
+    "Recording",
+    "RecordingError",
+    "UnknownFormat",
+    "detect",
+    "load_recording",
+    "read_bytes",
+]

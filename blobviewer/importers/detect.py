@@ -6,7 +6,8 @@ import json
 from pathlib import Path
 
 from blobviewer.importers import claude_code, openai_chat, swe_agent
-from blobviewer.importers.recording import Recording, RecordingError
+from blobviewer.importers.recording import Recording, RecordingError, UnknownFormat
+from core.history import ITEM_TYPES
 
 OUR_FORMAT = "blobviewer"
 
@@ -15,13 +16,16 @@ def detect(path: Path, data: bytes) -> str:
     """`blobviewer`, `claude_code`, `openai_chat` or `swe_agent`; raises RecordingError."""
     text = data.lstrip()
     if not text:
-        raise RecordingError(path, None, "empty file")
+        raise UnknownFormat(path, None, "empty file")
     first_line, _, _ = text.partition(b"\n")
     try:
         first = json.loads(first_line)
     except ValueError:
         first = None
-    if isinstance(first, dict) and first.get("type") == "session" and "id" in first:
+    if isinstance(first, dict) and (
+        (first.get("type") == "session" and "id" in first)
+        or (first.get("type") in ITEM_TYPES and "seq" in first)  # a log that lost its header
+    ):
         return OUR_FORMAT
     if claude_code.looks_like(first):
         return claude_code.FORMAT
@@ -35,7 +39,7 @@ def detect(path: Path, data: bytes) -> str:
         return swe_agent.FORMAT
     if openai_chat.looks_like(document):
         return openai_chat.FORMAT
-    raise RecordingError(
+    raise UnknownFormat(
         path,
         None,
         "unknown recording format (expected a blobviewer session log, Claude Code JSONL, "
@@ -43,12 +47,18 @@ def detect(path: Path, data: bytes) -> str:
     )
 
 
-def load_recording(path: Path) -> Recording:
-    """Read another agent's recording; raises RecordingError naming the file (and line)."""
+def read_bytes(path: Path) -> bytes:
     try:
-        data = path.read_bytes()
+        return path.read_bytes()
     except OSError as error:
         raise RecordingError(path, None, f"cannot read: {error.strerror}") from None
+
+
+def load_recording(path: Path, data: bytes | None = None) -> Recording:
+    """Read another agent's recording (*data* if already read); raises RecordingError
+    naming the file (and line)."""
+    if data is None:
+        data = read_bytes(path)
     kind = detect(path, data)
     if kind == OUR_FORMAT:
         raise RecordingError(path, None, "a blobviewer session log: read it with read_session_log")

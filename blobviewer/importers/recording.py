@@ -26,6 +26,10 @@ class RecordingError(ValueError):
         super().__init__(f"{where}: {message}")
 
 
+class UnknownFormat(RecordingError):
+    """The file is not a recording of any format blobviewer reads."""
+
+
 @dataclass
 class Recording:
     format: str

@@ -7,7 +7,7 @@ import pytest
 
 from blobviewer.importers import RecordingError, load_recording
 from blobviewer.importers.recording import text_of
-from tests.importers.conftest import CLAUDE_CODE, write_jsonl
+from importers.recordings import CLAUDE_CODE, write_jsonl
 
 SESSION = "a7da6a22-facc-4fcd-8bab-f83c87862004"
 

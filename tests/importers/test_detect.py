@@ -7,7 +7,7 @@ import pytest
 
 from blobviewer.importers import RecordingError, load_recording
 from blobviewer.importers.detect import detect
-from tests.importers.conftest import CLAUDE_CODE, MINI_SWE_AGENT, SWE_AGENT_CLASSIC, write_json
+from importers.recordings import CLAUDE_CODE, MINI_SWE_AGENT, SWE_AGENT_CLASSIC, write_json
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,7 @@ import json
 from pathlib import Path
 
 from blobviewer.importers import load_recording
-from tests.importers.conftest import MINI_SWE_AGENT, write_json
+from importers.recordings import MINI_SWE_AGENT, write_json
 
 
 def test_the_mini_swe_agent_fixture_keeps_every_message_in_order(fixtures_dir: Path) -> None:

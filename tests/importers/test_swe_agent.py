@@ -4,7 +4,7 @@ import json
 from pathlib import Path
 
 from blobviewer.importers import load_recording
-from tests.importers.conftest import SWE_AGENT_CLASSIC, write_json
+from importers.recordings import SWE_AGENT_CLASSIC, write_json
 
 
 def test_the_classic_fixture_turns_each_step_into_a_call_and_its_observation(

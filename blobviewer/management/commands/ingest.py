@@ -1,4 +1,5 @@
-"""`manage.py ingest PATH...`: record session logs (files, or folders of `*.jsonl`)."""
+"""`manage.py ingest PATH...`: record sessions from session logs and other agents'
+recordings (files, or folders of them), each recognised by its content."""
 
 from __future__ import annotations
 
@@ -9,14 +10,17 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from blobviewer.data_dir import blob_store
-from blobviewer.ingest import IngestError, ingest_file, session_log_paths
+from blobviewer.ingest import IngestError, NotARecording, ingest_file, recording_paths
 
 
 class Command(BaseCommand):
     help = (
-        "Ingest session logs: files, or folders searched for *.jsonl. Idempotent: a log "
-        "ingested again, or after it grew, adds only its new items. A damaged file is "
-        "reported as path:line: message and skipped; the others are still ingested."
+        "Ingest session logs and other agents' recordings (Claude Code JSONL, OpenAI chat "
+        "messages, SWE-agent trajectories), recognised by content: files, or folders "
+        "searched for *.jsonl, *.json and *.traj. Big tool outputs are promoted into the "
+        "blob store on the way in. Idempotent: a file ingested again, or after it grew, "
+        "adds only its new items. A damaged file is reported as path:line: message and "
+        "skipped; the others are still ingested."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -26,14 +30,23 @@ class Command(BaseCommand):
         missing = [path for path in paths if not path.exists()]
         for path in missing:
             self.stderr.write(f"{path}: no such file or directory")
-        files = session_log_paths(path for path in paths if path.exists())
+        files = recording_paths(path for path in paths if path.exists())
         store = blob_store()
         failed = 0
         new_items = 0
         started = time.monotonic()
-        for number, path in enumerate(files, start=1):
+        skipped = 0
+        for number, (path, named) in enumerate(files, start=1):
             try:
                 result = ingest_file(path, store=store)
+            except NotARecording as error:
+                if named:
+                    failed += 1
+                    self.stderr.write(str(error))
+                else:  # found in a folder: not every file there is a recording
+                    skipped += 1
+                    self.stdout.write(f"[{number}/{len(files)}] {path}: skipped, not a recording")
+                continue
             except IngestError as error:
                 failed += 1
                 self.stderr.write(str(error))
@@ -47,8 +60,9 @@ class Command(BaseCommand):
                 f"[{number}/{len(files)}] {path}: +{result.new_items} items "
                 f"({result.total_items} in all), {result.blobs} blobs{missing_note}{note}"
             )
+        skipped_note = f" ({skipped} skipped: not recordings)" if skipped else ""
         self.stdout.write(
-            f"{len(files) - failed} of {len(files)} files ingested, "
+            f"{len(files) - failed - skipped} of {len(files)} files ingested{skipped_note}, "
             f"{new_items} new items, in {time.monotonic() - started:.1f}s"
         )
         if failed or missing:

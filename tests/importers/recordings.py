@@ -1,0 +1,27 @@
+"""The real recordings in shared/fixtures/real, and writers for hand-made samples."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+# CI lays shared/ beside the clone; the fixtures are real recordings from other agents.
+FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "real"
+CLAUDE_CODE = FIXTURES / "a7da6a22-facc-4fcd-8bab-f83c87862004.jsonl"
+MINI_SWE_AGENT = FIXTURES / "django__django-12708.traj.json"
+SWE_AGENT_CLASSIC = FIXTURES / "pydicom__pydicom-1458.traj"
+
+
+def require_fixtures() -> Path:
+    assert FIXTURES.is_dir(), f"the shared fixtures are missing: {FIXTURES}"
+    return FIXTURES
+
+
+def write_json(path: Path, value: object) -> Path:
+    path.write_text(json.dumps(value), encoding="utf-8")
+    return path
+
+
+def write_jsonl(path: Path, entries: list[object]) -> Path:
+    path.write_text("".join(json.dumps(e) + "\n" for e in entries), encoding="utf-8")
+    return path
