@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from web.records import SampleSession, record_sample_session
 
 from blobviewer.data_dir import blob_store
 from blobviewer.ingest import ingest_file
+from web.records import SampleSession, record_sample_session
 
 CHROMIUM = Path(os.environ.get("BLOBVIEWER_CHROMIUM", "/usr/bin/chromium"))
 CHROMIUM_ARGS = [
