@@ -39,7 +39,10 @@ def blob_created_at(blob_id: BlobId) -> datetime | None:
     """Creation time from a UUID v7's 48-bit millisecond timestamp; None for other versions."""
     if blob_id.version != 7:
         return None
-    return datetime.fromtimestamp((blob_id.int >> 80) / 1000, tz=UTC)
+    try:
+        return datetime.fromtimestamp((blob_id.int >> 80) / 1000, tz=UTC)
+    except (ValueError, OverflowError, OSError):  # a crafted id, past year 9999
+        return None
 
 
 def find_blob_refs(text: str) -> list[BlobId]:

@@ -6,6 +6,7 @@ Layout: `<id>.txt` holds a Text as UTF-8, `<id>.json` a Structured value as JSON
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import tempfile
 from pathlib import Path
@@ -86,8 +87,7 @@ class FsBlobStore:
         if self.exists_sync(blob_id):
             return False
         data, suffix = self._encode(content)
-        self._write_atomically(self.root / f"{blob_id}{suffix}", data)
-        return True
+        return self._write_atomically(self.root / f"{blob_id}{suffix}", data, replace=False)
 
     def load_sync(self, blob_id: BlobId | str) -> Content:
         path = self.path_of(blob_id)
@@ -145,7 +145,9 @@ class FsBlobStore:
         name = str(blob_id)
         return self.root / f"{name}{TEXT_SUFFIX}", self.root / f"{name}{JSON_SUFFIX}"
 
-    def _write_atomically(self, path: Path, data: bytes) -> None:
+    def _write_atomically(self, path: Path, data: bytes, *, replace: bool = True) -> bool:
+        """Write *data* under *path* atomically; with ``replace=False`` an existing file is
+        kept (the link fails) and False is returned."""
         try:
             self.root.mkdir(parents=True, exist_ok=True)
             fd, temp_name = tempfile.mkstemp(dir=self.root, prefix=_TEMP_PREFIX)
@@ -157,18 +159,19 @@ class FsBlobStore:
                 if self.fsync:
                     file.flush()
                     os.fsync(file.fileno())
-            os.replace(temp_name, path)
+            if replace:
+                os.replace(temp_name, path)
+                return True
+            try:
+                os.link(temp_name, path)  # never clobbers: fails if the name exists
+            except FileExistsError:
+                return False
+            finally:
+                os.unlink(temp_name)
+            return True
         except BaseException as error:
-            with _suppress_os_error():
+            with contextlib.suppress(OSError):
                 os.unlink(temp_name)
             if isinstance(error, OSError):
                 raise BlobIOError(f"cannot write blob {path.name}: {error.strerror}") from None
             raise
-
-
-class _suppress_os_error:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: type[BaseException] | None, *_: object) -> bool:
-        return kind is not None and issubclass(kind, OSError)

@@ -3,8 +3,8 @@
     python -m core store [--dir DIR] [FILE|-]
     python -m core inspect [--dir DIR] BLOB_ID [SELECTOR]
 
-Both print exactly what the model would read (followed by a newline when the text does
-not end with one). Errors go to stderr, one line, exit status 2.
+Both print exactly what the model would read (on a terminal, followed by a newline when
+the text does not end with one). Errors go to stderr, one line, exit status 2.
 """
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
     out = sys.stdout.buffer
     out.write(encode_text(text))
-    if not text.endswith("\n"):
-        out.write(b"\n")
+    if not text.endswith("\n") and sys.stdout.isatty():
+        out.write(b"\n")  # for the prompt's sake; a pipe gets the text exactly
     out.flush()
     return 0

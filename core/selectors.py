@@ -12,16 +12,22 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+import regex
 
 from core.content import Content, Structured, Text
 from core.json_values import display_key, json_type
-from core.lines import count_lines, line_slice, split_lines
+from core.lines import count_lines, iter_lines, line_slice, split_lines
 
 STEP_NAMES = ("lines", "slice", "key", "grep")
 FORMS = "lines:A-B, slice:A..B, key:name or grep:regex"
+# A grep step may search for this long before it gives up: a pathological pattern
+# (catastrophic backtracking) must not hang a server worker or an agent.
+GREP_SECONDS = 5.0
 
 
 class SelectorError(ValueError):
@@ -72,7 +78,7 @@ class Key:
 @dataclass(frozen=True, slots=True)
 class Grep:
     pattern: str
-    regex: re.Pattern[str]
+    regex: regex.Pattern[str] = field(compare=False)  # compiled from pattern
 
     def __str__(self) -> str:
         return f"grep:{_quote_if_needed(self.pattern)}"
@@ -106,7 +112,7 @@ def _quote_if_needed(name: str) -> str:
 # -- parsing --------------------------------------------------------------------------------
 
 _STEP_START = re.compile(r"\s*([A-Za-z_]+)\s*:")
-_NEXT_STEP = re.compile(r"\|\s*(?:lines|slice|key|grep)\s*:")
+_NEXT_STEP = re.compile(r"\|\s*(?:lines|slice|key|grep)\s*:", re.IGNORECASE)
 # [0-9], not \d: \d also matches other scripts' digits.
 _LINES = re.compile(r"([0-9]+)(?:\s*(-)\s*([0-9]*))?")
 _SLICE = re.compile(r"([0-9]*)\s*\.\.(=?)\s*([0-9]*)")
@@ -191,8 +197,8 @@ def _step(name: str, argument: str | _Quoted) -> Step:
     if not argument:
         raise SelectorError("grep: expects a regex, e.g. grep:error|warning")
     try:
-        return Grep(argument, re.compile(argument))
-    except (re.error, OverflowError, RecursionError, ValueError) as error:
+        return Grep(argument, regex.compile(argument))
+    except (regex.error, OverflowError, RecursionError, ValueError) as error:
         raise SelectorError(f"grep: invalid regex {_shown(argument)}: {error}") from None
 
 
@@ -386,7 +392,17 @@ def _lines(step: Lines, view: LinesView) -> LinesView:
 
 def _grep(step: Grep, view: LinesView) -> GrepView:
     search = step.regex.search
-    matches = [(n, line) for n, line in view.numbered() if search(line)]
+    deadline = time.monotonic() + GREP_SECONDS
+    matches = []
+    try:
+        for number, line in iter_lines(view.text, view.first, view.last):
+            if search(line, timeout=max(deadline - time.monotonic(), 0.001)):
+                matches.append((number, line))
+    except TimeoutError:
+        raise SelectorError(
+            f"{step}: the search took longer than {GREP_SECONDS:g} s; try a simpler regex "
+            "or narrow the lines first (lines:A-B | grep:...)"
+        ) from None
     return GrepView(matches, step.pattern, view.first, view.last, view.total)
 
 

@@ -19,6 +19,8 @@ from core.blob_id import new_blob_id, parse_blob_id
 from core.history import ITEM_TYPES, Item, RecordError, item_from_record, item_to_record
 from core.json_values import JsonError, parse_json
 
+MAX_SEQ = 2**31 - 1  # what every database's integer column holds
+
 
 class SessionLogError(ValueError):
     """A session log is damaged; *line* is 1-based (0 when the file cannot be read at all)."""
@@ -60,7 +62,10 @@ class SessionLogWriter:
         self.path = Path(directory) / f"{self.session_id}.jsonl"
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._seq = 0
-        self._file = open(self.path, "ab")  # noqa: SIM115 (closed by close())
+        try:  # a new file: appending a second header to a log would damage it
+            self._file = open(self.path, "xb")  # noqa: SIM115 (closed by close())
+        except FileExistsError:
+            raise ValueError(f"a session log already exists: {self.path}") from None
         header = {
             "type": "session",
             "id": self.session_id,
@@ -140,7 +145,7 @@ def read_session_log(path: str | os.PathLike[str]) -> SessionLog:
         if log is None:
             log = SessionLog(path, _header(path, record))
             continue
-        log.records.append(_item(path, number, record, previous=len(log.records)))
+        log.records.append(_item(path, number, record))
     if log is None:
         raise SessionLogError(path, 1, "empty file: expected a session header line")
     return log
@@ -167,13 +172,13 @@ def _header(path: Path, record: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _item(path: Path, number: int, record: dict[str, Any], *, previous: int) -> dict[str, Any]:
+def _item(path: Path, number: int, record: dict[str, Any]) -> dict[str, Any]:
     if record.get("type") not in ITEM_TYPES:
         expected = ", ".join(ITEM_TYPES)
         raise SessionLogError(path, number, f"type must be one of {expected}")
     seq = record.get("seq")
-    if not isinstance(seq, int) or isinstance(seq, bool) or seq < 1:
-        raise SessionLogError(path, number, "seq must be a positive integer")
+    if not isinstance(seq, int) or isinstance(seq, bool) or not 1 <= seq <= MAX_SEQ:
+        raise SessionLogError(path, number, f"seq must be an integer from 1 to {MAX_SEQ}")
     try:
         item_from_record(record)
     except RecordError as error:

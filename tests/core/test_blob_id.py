@@ -110,3 +110,7 @@ def test_it_finds_blob_references_in_order_without_repeats() -> None:
 
 def test_it_ignores_references_that_are_not_uuids() -> None:
     assert find_blob_refs("[blob:../etc/passwd] [blob:1234] [blob: " + CANONICAL + "]") == []
+
+
+def test_a_crafted_v7_id_past_year_9999_has_no_creation_time() -> None:
+    assert blob_created_at(uuid.UUID("ffffffff-ffff-7fff-bfff-ffffffffffff")) is None

@@ -39,9 +39,8 @@ def run(
 
 
 def printed(text: str) -> bytes:
-    """What the CLI writes for *text*: the text, with a final newline if it has none."""
-    data = text.encode("utf-8", "surrogatepass")
-    return data if data.endswith(b"\n") else data + b"\n"
+    """What the CLI writes to a pipe for *text*: exactly the text."""
+    return text.encode("utf-8", "surrogatepass")
 
 
 def assert_one_line_error(result: subprocess.CompletedProcess[bytes], fragment: str) -> None:
@@ -63,9 +62,11 @@ def test_store_prints_a_small_output_unchanged(tmp_path: Path) -> None:
     assert not (tmp_path / "blobs").exists()
 
 
-def test_store_ends_a_small_output_with_a_newline_when_it_has_none(tmp_path: Path) -> None:
+def test_store_prints_exactly_the_output_to_a_pipe_without_adding_a_newline(
+    tmp_path: Path,
+) -> None:
     result = run("store", "--dir", str(tmp_path), "-", stdin=b"no newline")
-    assert result.stdout == b"no newline\n"
+    assert result.stdout == b"no newline"
 
 
 def test_store_prints_the_summary_of_a_large_output_and_saves_the_blob(tmp_path: Path) -> None:
@@ -162,7 +163,7 @@ def test_inspect_runs_as_a_module(blobs: tuple[FsBlobStore, dict[str, uuid.UUID]
     store, ids = blobs
     result = run("inspect", "--dir", str(store.root), str(ids["text"]), "lines:2-3")
     assert result.returncode == 0
-    assert result.stdout == f"[blob:{ids['text']}] lines 2-3 of 3000\nline 2\nline 3\n".encode()
+    assert result.stdout == f"[blob:{ids['text']}] lines 2-3 of 3000\nline 2\nline 3".encode()
 
 
 @pytest.mark.parametrize(

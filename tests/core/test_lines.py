@@ -8,7 +8,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.lines import count_lines, head_lines, line_slice, line_start, split_lines, tail_lines
+from core.lines import (
+    count_lines,
+    head_lines,
+    iter_lines,
+    line_slice,
+    line_start,
+    split_lines,
+    tail_lines,
+)
 
 # Texts made mostly of line breaks and carriage returns, where the line model has its edges.
 line_texts = st.lists(st.sampled_from(["a", "é", "\n", "\r", "\r\n", " ", "\U0001f600"])).map(
@@ -130,3 +138,11 @@ def test_line_start_is_where_the_line_begins(text: str, number: int) -> None:
         assert split_lines(text[position:])[:1] == [lines[number - 1]]
     else:
         assert split_lines(text[position:]) == []
+
+
+@given(st.text(alphabet="ab\r\n", max_size=60), st.integers(1, 12), st.integers(0, 12))
+def test_iter_lines_numbers_the_same_lines_as_split_lines(
+    text: str, start: int, count: int
+) -> None:
+    expected = list(enumerate(split_lines(text), start=1))[start - 1 : start - 1 + count]
+    assert list(iter_lines(text, start, start + count - 1)) == expected

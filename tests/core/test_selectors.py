@@ -460,3 +460,17 @@ def test_evaluating_any_string_gives_a_view_or_a_selector_error(
         assert "\n" not in str(error)
         return
     assert isinstance(view, LinesView | ValueView | GrepView)
+
+
+def test_a_pathological_regex_gives_up_with_a_selector_error(monkeypatch: Any) -> None:
+    import core.selectors
+
+    monkeypatch.setattr(core.selectors, "GREP_SECONDS", 0.2)
+    text = Text("fine\n" + "a" * 60 + "b\n")
+    with pytest.raises(SelectorError, match="took longer than 0.2 s"):
+        evaluate("grep:(a|aa)+$", text)
+
+
+def test_a_step_name_after_a_regex_pipe_is_recognised_in_any_case() -> None:
+    selector = parse_selector("grep:a|LINES:1")
+    assert [type(step).__name__ for step in selector.steps] == ["Grep", "Lines"]

@@ -128,7 +128,7 @@ def test_a_complete_last_line_that_is_not_json_is_damage_not_a_torn_tail(tmp_pat
     ("line", "message"),
     [
         (b'{"type":"note","seq":6}', "type must be one of user, assistant, tool_result"),
-        (b'{"type":"user","seq":0,"text":"x"}', "seq must be a positive integer"),
+        (b'{"type":"user","seq":0,"text":"x"}', "seq must be an integer from 1 to"),
         (b'{"type":"user","seq":6}', "missing field 'text'"),
         (b"[1,2]", "each line must be a JSON object"),
         (b"", "empty line"),
@@ -166,3 +166,11 @@ def test_a_missing_file_is_an_error_without_a_line(tmp_path: Path) -> None:
         read_session_log(tmp_path / "missing.jsonl")
     assert caught.value.line == 0
     assert "cannot read" in str(caught.value)
+
+
+def test_a_writer_never_appends_a_second_header_to_an_existing_log(tmp_path: Path) -> None:
+    first = SessionLogWriter(tmp_path, title="one")
+    first.close()
+    with pytest.raises(ValueError, match="already exists"):
+        SessionLogWriter(tmp_path, session_id=first.session_id)
+    assert read_session_log(first.path).header["title"] == "one"
