@@ -1,13 +1,25 @@
 from __future__ import annotations
 
 from django.contrib import admin
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.utils import timezone
 
-from blobviewer.models import Blob, BlobRef, Item, Session, ShareLink
+from blobviewer.models import ApiToken, Blob, BlobRef, Item, Session, ShareLink
 
 
 @admin.register(Session)
 class SessionAdmin(admin.ModelAdmin):
-    list_display = ["title", "model", "created_at", "item_count", "tool_result_count", "blob_count"]
+    list_display = [
+        "title",
+        "model",
+        "created_at",
+        "item_count",
+        "tool_result_count",
+        "blob_count",
+        "output_bytes_received",
+        "output_bytes_in_history",
+    ]
     list_filter = ["model", "source_format"]
     search_fields = ["id", "title"]
     readonly_fields = ["ingested_at", "updated_at"]
@@ -51,3 +63,23 @@ class ShareLinkAdmin(admin.ModelAdmin):
     list_filter = ["revoked_at"]
     search_fields = ["token", "blob__id", "created_by__username"]
     raw_id_fields = ["blob", "created_by"]
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    list_display = ["name", "user", "prefix", "created_at", "last_used_at", "revoked_at"]
+    list_filter = ["revoked_at"]
+    search_fields = ["name", "prefix", "user__username"]
+    raw_id_fields = ["user"]
+    readonly_fields = ["prefix", "created_at", "last_used_at"]
+    list_select_related = ["user"]
+    actions = ["revoke"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        # A token is made on /tokens/ by its owner, the only one who ever sees its secret.
+        return False
+
+    @admin.action(description="Revoke the selected tokens")
+    def revoke(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:
+        revoked = queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
+        self.message_user(request, f"{revoked} token(s) revoked.")

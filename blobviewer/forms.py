@@ -1,4 +1,4 @@
-"""Forms: the filters of the lists, the selector box, and making a share link."""
+"""Forms: the filters of the lists, the selector box, making a share link or an API token."""
 
 from __future__ import annotations
 
@@ -84,3 +84,11 @@ class ShareLinkForm(forms.Form):
             return str(parse_selector(selector)) if selector else ""
         except SelectorError as error:
             raise forms.ValidationError(str(error)) from None
+
+
+class ApiTokenForm(forms.Form):
+    name = forms.CharField(
+        max_length=100,
+        strip=True,
+        help_text="What will use it, e.g. “build server agent”.",
+    )

@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.db.models import Count, F, Q, Sum
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
@@ -32,9 +32,9 @@ from blobviewer.importers import (
     OUR_FORMAT,
     RecordingError,
     UnknownFormat,
-    detect,
-    load_recording,
+    load_sniffed,
     read_bytes,
+    sniff,
 )
 from blobviewer.models import Blob, BlobRef, Item, Session
 from core.blob_errors import BlobStoreError
@@ -43,7 +43,7 @@ from core.blob_store import FsBlobStore
 from core.content import Stored, utf8_size
 from core.policy import DEFAULT_POLICY, Policy
 from core.promotion import admit_sync, promote
-from core.session_log import SessionLogError, read_session_log
+from core.session_log import MAX_SEQ, SessionLogError, parse_session_log
 
 _BATCH = 500
 
@@ -87,9 +87,9 @@ def ingest_file(path: Path, *, store: FsBlobStore) -> IngestResult:
     """
     try:
         data = read_bytes(path)
-        kind = detect(path, data)
+        kind, document = sniff(path, data)
         if kind != OUR_FORMAT:
-            recording = load_recording(path, data)
+            recording = load_sniffed(path, data, kind, document)
     except UnknownFormat as error:
         raise NotARecording(str(path), error.line, error.message) from None
     except RecordingError as error:
@@ -103,7 +103,7 @@ def ingest_file(path: Path, *, store: FsBlobStore) -> IngestResult:
             source_format=recording.format,
         )
     try:
-        log = read_session_log(path)
+        log = parse_session_log(data, path)
     except SessionLogError as error:
         raise IngestError(str(path), error.line or None, error.message) from None
     result = ingest_session(log.header, log.records, source_path=str(path), store=store)
@@ -127,48 +127,67 @@ def ingest_session(
     Each record has `type` (user, assistant, tool_result), `seq`, `at`, and the item's
     fields; an importer that promoted outputs may add `received_bytes`, the size of what
     the tool originally produced.
+
+    Files are written and read (promotion, blob facts) before the transaction, so the
+    database is not held locked meanwhile; if anything fails, the blobs this call stored
+    are discarded again, so a failed ingest leaves nothing behind.
     """
     session_id = _session_id(header, source_path)
     _check_unique_seqs(records, source_path)
-    with transaction.atomic():
-        session, _ = Session.objects.update_or_create(
-            id=session_id,
-            defaults={
-                "title": _storable(str(header.get("title") or ""))[:500],
-                "model": _storable(str(header.get("model") or ""))[:200],
-                "meta": _storable_json(header.get("meta") or {}),
-                "created_at": _created_at(header, session_id),
-                "source_path": source_path[:1000],
-                "source_format": source_format,
-            },
-        )
-        known = set(Item.objects.filter(session=session).values_list("seq", flat=True))
+    known = _check_same_session(session_id, records, source_format, source_path)
+    written: list[uuid.UUID] = []
+    try:
         new_records = [
-            _promoted(record, store=store, policy=policy, source_path=source_path)
+            _promoted(record, store=store, policy=policy, source_path=source_path, written=written)
             for record in records
             if record["seq"] not in known
         ]
-        items = Item.objects.bulk_create(
-            [_item(session, record) for record in new_records], batch_size=_BATCH
-        )
-        refs_by_item = {item: _refs(item) for item in items}
-        referenced = {blob_id for refs in refs_by_item.values() for blob_id in refs}
+        referenced = {
+            blob_id
+            for record in new_records
+            for field in ("text", "output")
+            for blob_id in find_blob_refs(_text(record.get(field)))
+        }
         blobs = index_blobs(referenced, store=store)
-        BlobRef.objects.bulk_create(
-            [
-                BlobRef(item=item, session=session, blob=blobs[blob_id])
-                for item, refs in refs_by_item.items()
-                for blob_id in refs
-            ],
-            batch_size=_BATCH,
-        )
-        unsized = [
-            item
-            for item, record in zip(items, new_records, strict=True)
-            if "received_bytes" not in record
-        ]
-        _set_received_bytes(session, unsized, blobs)
-        _update_totals(session)
+        with transaction.atomic():
+            session, _ = Session.objects.update_or_create(
+                id=session_id,
+                defaults={
+                    "title": _storable(str(header.get("title") or ""))[:500],
+                    "model": _storable(str(header.get("model") or ""))[:200],
+                    "meta": _storable_json(header.get("meta") or {}),
+                    "created_at": _created_at(header, session_id),
+                    "source_path": source_path[:1000],
+                    "source_format": source_format,
+                },
+            )
+            items = Item.objects.bulk_create(
+                [_item(session, record) for record in new_records], batch_size=_BATCH
+            )
+            refs_by_item = {item: _refs(item) for item in items}
+            BlobRef.objects.bulk_create(
+                [
+                    BlobRef(item=item, session=session, blob=blobs[blob_id])
+                    for item, refs in refs_by_item.items()
+                    for blob_id in refs
+                ],
+                batch_size=_BATCH,
+            )
+            unsized = [
+                item
+                for item, record in zip(items, new_records, strict=True)
+                if "received_bytes" not in record
+            ]
+            _set_received_bytes(session, unsized, blobs)
+            _update_totals(session)
+    except BaseException as error:
+        for blob_id in written:
+            store.discard_sync(blob_id)
+        Blob.objects.filter(id__in=written).delete()
+        if isinstance(error, DatabaseError):
+            message = f"the database refused it ({error}); nothing was recorded"
+            raise IngestError(source_path, None, message) from None
+        raise
     return IngestResult(
         session_id=session.id,
         path=source_path,
@@ -206,7 +225,12 @@ def recording_paths(paths: Iterable[Path]) -> list[tuple[Path, bool]]:
 
 
 def _promoted(
-    record: Mapping[str, Any], *, store: FsBlobStore, policy: Policy, source_path: str
+    record: Mapping[str, Any],
+    *,
+    store: FsBlobStore,
+    policy: Policy,
+    source_path: str,
+    written: list[uuid.UUID],
 ) -> Mapping[str, Any]:
     """*record*, its tool output promoted when the recording kept a big one whole.
 
@@ -245,13 +269,50 @@ def _check_unique_seqs(records: Sequence[Mapping[str, Any]], source_path: str) -
     seen: set[int] = set()
     for index, record in enumerate(records):
         seq = record.get("seq")
-        if not isinstance(seq, int) or isinstance(seq, bool) or seq < 1:
+        if not isinstance(seq, int) or isinstance(seq, bool) or not 1 <= seq <= MAX_SEQ:
             raise IngestError(
-                source_path, None, f"item {index + 1}: seq must be a positive integer"
+                source_path, None, f"item {index + 1}: seq must be an integer from 1 to {MAX_SEQ}"
             )
         if seq in seen:
             raise IngestError(source_path, None, f"seq {seq} appears more than once")
         seen.add(seq)
+
+
+def _check_same_session(
+    session_id: uuid.UUID,
+    records: Sequence[Mapping[str, Any]],
+    source_format: str,
+    source_path: str,
+) -> set[int]:
+    """The seqs already recorded for this session, after checking that *records* continue
+    that session rather than being another recording that claims its id."""
+    existing = Session.objects.filter(id=session_id).values("source_format", "source_path").first()
+    if existing is None:
+        return set()
+    if existing["source_format"] != source_format:
+        raise IngestError(
+            source_path,
+            None,
+            f"session {session_id} is already recorded from a {existing['source_format']} "
+            f"recording ({existing['source_path']}); this is a {source_format} one",
+        )
+    recorded = {
+        seq: (kind, call_id)
+        for seq, kind, call_id in Item.objects.filter(session_id=session_id).values_list(
+            "seq", "type", "call_id"
+        )
+    }
+    for record in records:
+        seen = recorded.get(record["seq"])
+        call_id = _storable(_text(record.get("call_id")))[:200]
+        if seen is not None and seen != (record.get("type"), call_id):
+            raise IngestError(
+                source_path,
+                None,
+                f"seq {record['seq']} differs from session {session_id} as already recorded "
+                f"from {existing['source_path']}: is this another log with the same id?",
+            )
+    return set(recorded)
 
 
 def _created_at(header: Mapping[str, Any], session_id: uuid.UUID) -> datetime:
@@ -269,9 +330,16 @@ def _datetime(value: Any) -> datetime | None:
             parsed = None
     else:
         parsed = None
-    if parsed is not None and timezone.is_naive(parsed):
-        parsed = timezone.make_aware(parsed, UTC)
-    return parsed
+    if parsed is None:
+        return None
+    if timezone.is_naive(parsed):
+        parsed = parsed.replace(tzinfo=UTC)
+    try:
+        parsed = parsed.astimezone(UTC)
+    except (OverflowError, ValueError):
+        return None
+    # Databases hold years 1-9999; keep a margin so no time zone takes it out of range.
+    return parsed if 2 <= parsed.year <= 9998 else None
 
 
 def _item(session: Session, record: Mapping[str, Any]) -> Item:

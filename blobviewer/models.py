@@ -6,6 +6,7 @@ pages can list, search and count without reading files.
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 from datetime import datetime, timedelta
 
@@ -186,3 +187,69 @@ class ShareLink(models.Model):
     @property
     def is_active(self) -> bool:
         return not self.is_revoked and not self.is_expired
+
+
+API_TOKEN_PREFIX = "bv_"
+
+
+def api_token_hash(secret: str) -> str:
+    """SHA-256 of a token, hex. A token is 256 random bits, so a fast hash is enough: no
+    one can guess it from the hash, and looking it up stays one indexed query."""
+    return hashlib.sha256(secret.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class ApiTokenQuerySet(models.QuerySet["ApiToken"]):
+    def active(self) -> ApiTokenQuerySet:
+        return self.filter(revoked_at__isnull=True, user__is_active=True)
+
+    def issue(self, *, user: models.Model, name: str) -> tuple[ApiToken, str]:
+        """A new token for *user* and its secret; only the hash is stored, so the caller
+        shows the secret once and it can never be shown again."""
+        secret = API_TOKEN_PREFIX + secrets.token_urlsafe(32)
+        token = self.create(
+            user=user, name=name, token_hash=api_token_hash(secret), prefix=secret[:10]
+        )
+        return token, secret
+
+    def authenticate(self, secret: str) -> ApiToken | None:
+        """The active token whose secret this is; None for unknown or revoked ones."""
+        if not secret.startswith(API_TOKEN_PREFIX) or len(secret) > 200:
+            return None
+        matching = self.active().filter(token_hash=api_token_hash(secret))
+        return matching.select_related("user").first()
+
+
+class ApiToken(models.Model):
+    """A per-user secret that lets an agent on another machine send sessions to the API."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
+    )
+    name = models.CharField(max_length=100)
+    token_hash = models.CharField(max_length=64, unique=True, editable=False)
+    prefix = models.CharField(max_length=16, editable=False)  # shown, to tell tokens apart
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ApiTokenQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…) of {self.user}"
+
+    @property
+    def is_revoked(self) -> bool:
+        return self.revoked_at is not None
+
+    def revoke(self) -> None:
+        if self.revoked_at is None:
+            self.revoked_at = timezone.now()
+            self.save(update_fields=["revoked_at"])
+
+    def mark_used(self) -> None:
+        # An UPDATE of one column, so concurrent uploads never overwrite a revocation.
+        self.last_used_at = timezone.now()
+        ApiToken.objects.filter(pk=self.pk).update(last_used_at=self.last_used_at)

@@ -179,6 +179,14 @@ CONTENT_SECURITY_POLICY = (
 # --- the site --------------------------------------------------------------------------
 SHARE_LINK_DAYS = _env_int("SHARE_LINK_DAYS", 7)
 
+# POST /api/sessions: the most bytes one upload (a session log and its blobs) may have.
+# The view streams a raw log to a file, so Django's DATA_UPLOAD_MAX_MEMORY_SIZE (2.5 MB,
+# for form fields held in memory) stays as it is for every other page.
+BLOBVIEWER_UPLOAD_MAX_BYTES = _env_int("BLOBVIEWER_UPLOAD_MAX_BYTES", 50 * 1024 * 1024)
+# A multipart upload carries one file per blob; Django's default of 100 files would cut
+# off a long session. The byte limit above still bounds the whole upload.
+DATA_UPLOAD_MAX_NUMBER_FILES = _env_int("BLOBVIEWER_UPLOAD_MAX_FILES", 1000)
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

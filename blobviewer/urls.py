@@ -15,8 +15,12 @@ urlpatterns = [
     path("blobs/<uuid:blob_id>/", views.blob_detail, name="blob_detail"),
     path("blobs/<uuid:blob_id>/raw", views.blob_raw, name="blob_raw"),
     path("blobs/<uuid:blob_id>/share", views.share_create, name="share_create"),
-    # /api/ — what the model's inspect tool returns
+    # /api/ — what the model's inspect tool returns; sessions sent by agents (token auth)
     path("api/inspect/<uuid:blob_id>", views.api_inspect, name="api_inspect"),
+    path("api/sessions", views.api_ingest, name="api_ingest"),
+    # /tokens/ — my API tokens, for agents that send sessions
+    path("tokens/", views.token_list, name="token_list"),
+    path("tokens/<int:token_id>/revoke", views.token_revoke, name="token_revoke"),
     # /shares/ (mine, to revoke) and /share/<token>/ (public, no login)
     path("shares/", views.share_list, name="share_list"),
     path("shares/<slug:token>/revoke", views.share_revoke, name="share_revoke"),

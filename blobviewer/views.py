@@ -8,22 +8,31 @@ import uuid
 from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_not_required
 from django.core.paginator import Paginator
-from django.db.models import Count, Prefetch
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.db.models import Count, Prefetch, Sum
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
-from django.utils.cache import patch_vary_headers
-from django.views.decorators.http import require_GET, require_POST
+from django.utils.cache import add_never_cache_headers, patch_vary_headers
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from blobviewer.blob_display import Page, blob_page, selector_url
 from blobviewer.blob_index import blob_for_view, refresh_blob
 from blobviewer.data_dir import blob_store
-from blobviewer.forms import BlobFilterForm, SelectorForm, SessionFilterForm, ShareLinkForm
-from blobviewer.models import Blob, BlobRef, Session, ShareLink
+from blobviewer.forms import (
+    ApiTokenForm,
+    BlobFilterForm,
+    SelectorForm,
+    SessionFilterForm,
+    ShareLinkForm,
+)
+from blobviewer.models import ApiToken, Blob, BlobRef, Session, ShareLink
+from blobviewer.session_upload import UploadError, received_upload, save_upload
 from core.blob_store import BlobNotFound, BlobStoreError
 from core.content import encode_text
 from core.inspect_tool import InspectError, inspect_blob
@@ -112,6 +121,21 @@ def _blob_view_context(
     return context, status
 
 
+def _bearer_token(request: HttpRequest) -> str:
+    """The token of an `Authorization: Bearer <token>` header; "" when there is none."""
+    scheme, _, token = request.headers.get("Authorization", "").strip().partition(" ")
+    return token.strip() if scheme.lower() == "bearer" else ""
+
+
+def _unauthorized(request: HttpRequest, message: str) -> HttpResponse:
+    response = _plain_text(
+        f"{message}; make one at {request.build_absolute_uri(reverse('token_list'))}\n",
+        status=401,
+    )
+    response["WWW-Authenticate"] = 'Bearer realm="blobviewer"'
+    return response
+
+
 def _neighbour_url(base_url: str, selector: str, page: Page | None, direction: str) -> str:
     """The URL of the previous or next page of a blob view; "" when there is none."""
     if page is None:
@@ -131,8 +155,17 @@ def session_list(request: HttpRequest) -> HttpResponse:
     form = SessionFilterForm(request.GET)
     sessions = form.filter(Session.objects.all())
     page = Paginator(sessions, SESSIONS_PER_PAGE).get_page(request.GET.get("page"))
+    totals = sessions.aggregate(
+        items=Sum("item_count"),
+        tool_results=Sum("tool_result_count"),
+        blobs=Sum("blob_count"),
+        received=Sum("output_bytes_received"),
+        in_history=Sum("output_bytes_in_history"),
+    )
+    totals = {name: value or 0 for name, value in totals.items()}
+    totals["kept_out"] = max(0, totals["received"] - totals["in_history"])
     models = Session.objects.exclude(model="").order_by("model").values_list("model", flat=True)
-    context = {"form": form, "page": page, "models": models.distinct()}
+    context = {"form": form, "page": page, "totals": totals, "models": models.distinct()}
     return _render(request, "session_list.html", context, fragment="session_list.html#list")
 
 
@@ -228,6 +261,79 @@ def _plain_text(text: str, *, status: int = 200) -> HttpResponse:
     )
     response["X-Content-Type-Options"] = "nosniff"
     return response
+
+
+@login_not_required  # an agent on another machine authenticates with its API token
+@csrf_exempt  # no cookies, so no cross-site request can carry the token
+@require_POST
+def api_ingest(request: HttpRequest) -> HttpResponse:
+    """Record a session sent by an agent: a session log as the body, or a multipart
+    `log` file with its `blob` files. 201 when it added something, 200 when not."""
+    secret = _bearer_token(request)
+    if not secret:
+        return _unauthorized(request, "an API token is required: Authorization: Bearer <token>")
+    token = ApiToken.objects.authenticate(secret)
+    if token is None:
+        return _unauthorized(request, "this API token is unknown or revoked")
+    token.mark_used()
+    try:
+        with received_upload(request, max_bytes=settings.BLOBVIEWER_UPLOAD_MAX_BYTES) as upload:
+            result = save_upload(upload)
+    except UploadError as error:
+        # One line, ended, so that curl prints it as a line.
+        return _plain_text(error.message + "\n", status=error.status)
+    url = request.build_absolute_uri(result.session.get_absolute_url())
+    response = JsonResponse(
+        {
+            "session": str(result.session.id),
+            "url": url,
+            "new_items": result.new_items,
+            "items": result.items,
+            "blobs": result.blobs,
+            "missing_blobs": result.missing_blobs,
+            "new_blobs": result.new_blobs,
+        },
+        status=201 if result.changed_anything else 200,
+    )
+    if result.changed_anything:
+        response["Location"] = url
+    return response
+
+
+# --- API tokens ----------------------------------------------------------------------------
+
+
+@require_http_methods(["GET", "POST"])
+def token_list(request: HttpRequest) -> HttpResponse:
+    """My API tokens; a POST makes one and shows its secret, this once."""
+    form = ApiTokenForm(request.POST if request.method == "POST" else None)
+    context: dict[str, Any] = {"api_url": request.build_absolute_uri(reverse("api_ingest"))}
+    status, secret = 200, ""
+    if request.method == "POST":
+        if form.is_valid():
+            new_token, secret = ApiToken.objects.issue(
+                user=request.user, name=form.cleaned_data["name"]
+            )
+            context.update(new_token=new_token, secret=secret)
+            form = ApiTokenForm()
+        else:
+            status = 400
+    context.update(form=form, tokens=ApiToken.objects.filter(user=request.user))
+    # The page itself, not a redirect: the secret is not stored anywhere (a flash message
+    # would keep it in the session or a cookie), so this response is its only copy.
+    response = render(request, "token_list.html", context, status=status)
+    if secret:
+        add_never_cache_headers(response)
+    return response
+
+
+@require_POST
+def token_revoke(request: HttpRequest, token_id: int) -> HttpResponse:
+    token = get_object_or_404(ApiToken, pk=token_id, user=request.user)
+    if not token.is_revoked:
+        token.revoke()
+        messages.success(request, f"Token “{token.name}” revoked; agents using it are refused.")
+    return redirect("token_list")
 
 
 # --- share links ---------------------------------------------------------------------------

@@ -127,6 +127,13 @@ class FsBlobStore:
         except OSError as error:
             raise BlobIOError(f"cannot read blob {blob_id}: {error.strerror}") from None
 
+    def discard_sync(self, blob_id: BlobId | str) -> None:
+        """Remove a blob its writer has just stored in vain (e.g. the transaction that was
+        to reference it failed). Blobs are immutable: this is for undoing, not editing."""
+        for path in self._candidates(parse_blob_id(blob_id)):
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+
     # -- internals ------------------------------------------------------------------------
 
     @staticmethod

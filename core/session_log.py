@@ -120,6 +120,12 @@ def read_session_log(path: str | os.PathLike[str]) -> SessionLog:
         data = path.read_bytes()
     except OSError as error:
         raise SessionLogError(path, 0, f"cannot read: {error.strerror}") from None
+    return parse_session_log(data, path)
+
+
+def parse_session_log(data: bytes, path: str | os.PathLike[str]) -> SessionLog:
+    """:func:`read_session_log` for a log already in memory; *path* names it in errors."""
+    path = Path(path)
     if not data.strip():
         raise SessionLogError(path, 1, "empty file: expected a session header line")
     lines = data.split(b"\n")

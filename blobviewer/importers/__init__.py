@@ -8,7 +8,14 @@ nothing twice. Plain Python: no Django here.
 
 from __future__ import annotations
 
-from blobviewer.importers.detect import OUR_FORMAT, detect, load_recording, read_bytes
+from blobviewer.importers.detect import (
+    OUR_FORMAT,
+    detect,
+    load_recording,
+    load_sniffed,
+    read_bytes,
+    sniff,
+)
 from blobviewer.importers.recording import Recording, RecordingError, UnknownFormat
 
 __all__ = [
@@ -18,5 +25,7 @@ __all__ = [
     "UnknownFormat",
     "detect",
     "load_recording",
+    "load_sniffed",
     "read_bytes",
+    "sniff",
 ]

@@ -45,7 +45,7 @@ def load(path: Path, data: bytes) -> Recording:
             continue
         try:
             entry = json.loads(raw)
-        except ValueError as error:
+        except (ValueError, RecursionError) as error:
             if number == len(lines) and not data.endswith(b"\n"):
                 break  # a torn last line: the recorder was still writing
             raise RecordingError(path, number, f"not JSON: {error}") from None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from blobviewer.importers import claude_code, openai_chat, swe_agent
 from blobviewer.importers.recording import Recording, RecordingError, UnknownFormat
@@ -12,39 +13,45 @@ from core.history import ITEM_TYPES
 OUR_FORMAT = "blobviewer"
 
 
-def detect(path: Path, data: bytes) -> str:
-    """`blobviewer`, `claude_code`, `openai_chat` or `swe_agent`; raises RecordingError."""
+def sniff(path: Path, data: bytes) -> tuple[str, Any]:
+    """The format (`blobviewer`, `claude_code`, `openai_chat` or `swe_agent`) and, for the
+    formats that are one JSON document, the parsed document (else None), so that nothing
+    parses the file twice. Raises UnknownFormat."""
     text = data.lstrip()
     if not text:
         raise UnknownFormat(path, None, "empty file")
     first_line, _, _ = text.partition(b"\n")
     try:
         first = json.loads(first_line)
-    except ValueError:
+    except (ValueError, RecursionError):
         first = None
     if isinstance(first, dict) and (
         (first.get("type") == "session" and "id" in first)
         or (first.get("type") in ITEM_TYPES and "seq" in first)  # a log that lost its header
     ):
-        return OUR_FORMAT
+        return OUR_FORMAT, None
     if claude_code.looks_like(first):
-        return claude_code.FORMAT
+        return claude_code.FORMAT, None
     try:
         document = json.loads(data)
     except (ValueError, RecursionError):
         if first is not None:
-            raise RecordingError(path, 1, "JSON Lines of an unknown kind of recording") from None
-        raise RecordingError(path, None, "not a recording: neither JSON nor JSON Lines") from None
+            raise UnknownFormat(path, 1, "JSON Lines of an unknown kind of recording") from None
+        raise UnknownFormat(path, None, "not a recording: neither JSON nor JSON Lines") from None
     if swe_agent.looks_like(document):
-        return swe_agent.FORMAT
+        return swe_agent.FORMAT, document
     if openai_chat.looks_like(document):
-        return openai_chat.FORMAT
+        return openai_chat.FORMAT, document
     raise UnknownFormat(
         path,
         None,
         "unknown recording format (expected a blobviewer session log, Claude Code JSONL, "
         "OpenAI chat messages or a SWE-agent trajectory)",
     )
+
+
+def detect(path: Path, data: bytes) -> str:
+    return sniff(path, data)[0]
 
 
 def read_bytes(path: Path) -> bytes:
@@ -59,12 +66,16 @@ def load_recording(path: Path, data: bytes | None = None) -> Recording:
     naming the file (and line)."""
     if data is None:
         data = read_bytes(path)
-    kind = detect(path, data)
-    if kind == OUR_FORMAT:
-        raise RecordingError(path, None, "a blobviewer session log: read it with read_session_log")
+    kind, document = sniff(path, data)
+    return load_sniffed(path, data, kind, document)
+
+
+def load_sniffed(path: Path, data: bytes, kind: str, document: Any) -> Recording:
+    """The recording of a file whose format :func:`sniff` found."""
     if kind == claude_code.FORMAT:
         return claude_code.load(path, data)
-    document = json.loads(data)
     if kind == swe_agent.FORMAT:
-        return swe_agent.load(path, document, data)
-    return openai_chat.load(path, document, data)
+        return swe_agent.load(path, document)
+    if kind == openai_chat.FORMAT:
+        return openai_chat.load(path, document)
+    raise RecordingError(path, None, "a blobviewer session log: read it with read_session_log")

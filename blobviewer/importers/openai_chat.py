@@ -11,11 +11,11 @@ from blobviewer.importers.recording import (
     RecordBuilder,
     Recording,
     RecordingError,
-    content_session_id,
     first_line,
     header,
     iso_time,
     parse_arguments,
+    stable_session_id,
     text_of,
 )
 
@@ -42,7 +42,10 @@ def build_messages(path: Path, messages: list[Any], *, where: str = "messages") 
         at = iso_time(extra.get("timestamp") or message.get("timestamp"))
         if role == "assistant":
             calls = []
-            for position, call in enumerate(message.get("tool_calls") or []):
+            tool_calls = message.get("tool_calls") or []
+            if not isinstance(tool_calls, list):
+                raise RecordingError(path, None, f"{where}[{index}].tool_calls is not a list")
+            for position, call in enumerate(tool_calls):
                 function = call.get("function") if isinstance(call, dict) else None
                 if not isinstance(function, dict):
                     raise RecordingError(
@@ -77,7 +80,7 @@ def build_messages(path: Path, messages: list[Any], *, where: str = "messages") 
     return builder
 
 
-def load(path: Path, document: Any, data: bytes) -> Recording:
+def load(path: Path, document: Any) -> Recording:
     messages = document.get("messages") if isinstance(document, dict) else document
     builder = build_messages(path, messages)
     info = document.get("info") if isinstance(document, dict) else None
@@ -107,7 +110,7 @@ def load(path: Path, document: Any, data: bytes) -> Recording:
     return Recording(
         FORMAT,
         header(
-            content_session_id(FORMAT, data),
+            stable_session_id(FORMAT, [instance, messages[:3]]),
             title=instance if isinstance(instance, str) else first_line(first_user) or path.stem,
             model=model,
             created_at=created,

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 # Session ids of imported recordings are derived from their content, so importing the
-# same file again (from any path) finds the same session.
+# same file again (from any path, or after it grew) finds the same session.
 IMPORT_NAMESPACE = uuid.UUID("5b0e3c52-4f3a-4a8e-9d0b-6f1c2a7e9b10")
 
 
@@ -131,8 +131,15 @@ def iso_time(value: Any) -> str | None:
     return None
 
 
-def content_session_id(kind: str, data: bytes) -> str:
-    return str(uuid.uuid5(IMPORT_NAMESPACE, f"{kind}:{hashlib.sha256(data).hexdigest()}"))
+def stable_session_id(kind: str, opening: Any) -> str:
+    """A session id from the start of a recording (e.g. its first three messages).
+
+    Whole-document recordings are rewritten as they grow, so a hash of the whole file
+    would make a grown recording a new session; its opening stays the same.
+    """
+    canonical = json.dumps(opening, sort_keys=True, ensure_ascii=False, default=str)
+    digest = hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
+    return str(uuid.uuid5(IMPORT_NAMESPACE, f"{kind}:{digest}"))
 
 
 def first_line(text: str, limit: int = 120) -> str:

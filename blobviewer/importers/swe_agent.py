@@ -16,9 +16,9 @@ from blobviewer.importers.recording import (
     RecordBuilder,
     Recording,
     RecordingError,
-    content_session_id,
     header,
     iso_time,
+    stable_session_id,
     text_of,
 )
 
@@ -38,7 +38,7 @@ def _is_function_calling(document: dict[str, Any]) -> bool:
     )
 
 
-def load(path: Path, document: dict[str, Any], data: bytes) -> Recording:
+def load(path: Path, document: dict[str, Any]) -> Recording:
     if _is_function_calling(document):
         builder = build_messages(path, document["history"], where="history")
         form = "function_calling"
@@ -54,7 +54,7 @@ def load(path: Path, document: dict[str, Any], data: bytes) -> Recording:
     return Recording(
         FORMAT,
         header(
-            content_session_id(FORMAT, data),
+            stable_session_id(FORMAT, [form, _opening(document)]),
             title=path.name.split(".")[0],
             model=model,
             created_at=next((r["at"] for r in builder.records if r.get("at")), None),
@@ -64,6 +64,14 @@ def load(path: Path, document: dict[str, Any], data: bytes) -> Recording:
         ),
         builder.records,
     )
+
+
+def _opening(document: dict[str, Any]) -> list[Any]:
+    """What stays the same as the trajectory grows: its first messages and first step."""
+    history = document.get("history") if isinstance(document.get("history"), list) else []
+    trajectory = document.get("trajectory")
+    first_step = trajectory[:1] if isinstance(trajectory, list) else []
+    return [history[:3], first_step]
 
 
 def _classic(path: Path, document: dict[str, Any]) -> RecordBuilder:

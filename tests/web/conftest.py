@@ -13,6 +13,7 @@ from django.test import Client
 
 from blobviewer.data_dir import blob_store
 from blobviewer.ingest import ingest_file
+from blobviewer.models import ApiToken
 from core.blob_id import BlobId
 from core.blob_store import FsBlobStore
 from core.content import Structured, Text
@@ -43,6 +44,12 @@ def user(django_user_model: Any) -> Any:
 def logged_in_client(client: Client, user: Any) -> Client:
     client.force_login(user)
     return client
+
+
+@pytest.fixture
+def api_token(user: Any) -> tuple[ApiToken, str]:
+    """An active API token of alice's, and its secret."""
+    return ApiToken.objects.issue(user=user, name="laptop agent")
 
 
 @pytest.fixture

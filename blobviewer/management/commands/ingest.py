@@ -51,6 +51,10 @@ class Command(BaseCommand):
                 failed += 1
                 self.stderr.write(str(error))
                 continue
+            except Exception as error:  # noqa: BLE001 - one bad file must not stop the run
+                failed += 1
+                self.stderr.write(f"{path}: could not be ingested: {type(error).__name__}: {error}")
+                continue
             new_items += result.new_items
             note = (
                 " (skipped a torn last line; it is read once complete)" if result.torn_tail else ""

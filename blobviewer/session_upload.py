@@ -1,0 +1,303 @@
+"""Sessions sent over HTTP (`POST /api/sessions`): a session log and the blobs it references.
+
+An upload is read and checked whole before anything is kept: the log is parsed from a
+temporary file, and every blob file must be named `<uuid>.txt` or `<uuid>.json` and
+decode as its suffix says. Only then are the blobs stored, the log saved as
+`sessions/<id>.jsonl` and the session ingested, so a refused upload leaves no trace.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
+from django.core.files.uploadedfile import UploadedFile
+from django.db import transaction
+from django.http import HttpRequest
+from django.http.multipartparser import MultiPartParserError
+
+from blobviewer.blob_index import refresh_blob
+from blobviewer.data_dir import blob_store, sessions_dir
+from blobviewer.ingest import IngestError, ingest_session
+from blobviewer.models import Blob, BlobRef, Session
+from core.blob_id import BlobId, parse_blob_id
+from core.blob_store import BlobStoreError, FsBlobStore
+from core.content import Content, Structured, Text, decode_text
+from core.json_values import JsonError, parse_json
+from core.session_log import SessionLog, SessionLogError, read_session_log
+
+# A raw body is one session log; these are the types JSON Lines goes by.
+RAW_LOG_TYPES = ("application/x-ndjson", "application/jsonl", "text/plain")
+MULTIPART = "multipart/form-data"
+
+_CHUNK = 64 * 1024
+_EMPTY = "empty body: expected a session log, one JSON object per line, with a Content-Length"
+_BLOB_FILE = re.compile(
+    r"(?P<id>[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})"
+    r"\.(?P<suffix>txt|json)"
+)
+
+
+class UploadError(Exception):
+    """An upload was refused. The message is one line for the client; *status* the HTTP one."""
+
+    def __init__(self, message: str, *, status: int = 400) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+
+
+@dataclass(frozen=True)
+class Upload:
+    """A checked upload: the parsed log, the file it was read from, and the blobs."""
+
+    log: SessionLog
+    log_file: Path  # a temporary file in sessions/, moved into place by save_upload
+    blobs: dict[BlobId, Content]
+
+    @property
+    def line_count(self) -> int:
+        return 1 + len(self.log.records)
+
+
+@dataclass(frozen=True)
+class UploadResult:
+    session: Session
+    new_items: int
+    items: int
+    blobs: int  # the blobs the session references
+    missing_blobs: int  # of those, the ones the store does not have
+    new_blobs: int  # blob files this upload added to the store
+
+    @property
+    def changed_anything(self) -> bool:
+        return bool(self.new_items or self.new_blobs)
+
+
+@contextmanager
+def received_upload(request: HttpRequest, *, max_bytes: int) -> Iterator[Upload]:
+    """The checked upload in *request*; raises UploadError. The temporary file of the log
+    is removed on the way out unless save_upload moved it into place."""
+    length = _content_length(request)
+    if length == 0:
+        raise UploadError(_EMPTY)
+    if length > max_bytes:
+        raise _too_big(max_bytes)
+    directory = sessions_dir()
+    directory.mkdir(parents=True, exist_ok=True)
+    # Named so that nothing reading sessions/*.jsonl ever picks it up half written.
+    fd, name = tempfile.mkstemp(dir=directory, prefix=".upload-", suffix=".part")
+    temp = Path(name)
+    try:
+        with os.fdopen(fd, "wb") as file:
+            if request.content_type == MULTIPART:
+                blobs = _receive_multipart(request, file)
+            elif request.content_type in RAW_LOG_TYPES:
+                _copy_body(request, file, max_bytes=max_bytes)
+                blobs = {}
+            else:
+                raise UploadError(
+                    f"unsupported Content-Type {request.content_type or '(none)'!r}: send a "
+                    f"session log as {', '.join(RAW_LOG_TYPES)}, or {MULTIPART} with a "
+                    '"log" file and "blob" files',
+                    status=415,
+                )
+        yield Upload(_read_log(temp), temp, blobs)
+    finally:
+        temp.unlink(missing_ok=True)
+
+
+def save_upload(upload: Upload) -> UploadResult:
+    """Store the blobs, save the log and ingest the session; the same upload twice adds
+    nothing. Raises UploadError when ingest refuses the session, after undoing it all."""
+    store = blob_store()
+    path = sessions_dir() / f"{upload.log.id}.jsonl"
+    added: list[BlobId] = []
+    try:
+        with transaction.atomic():
+            for blob_id, content in upload.blobs.items():
+                if store.put_sync(blob_id, content):  # False: already stored, and immutable
+                    added.append(blob_id)
+            result = ingest_session(
+                upload.log.header,
+                upload.log.records,
+                source_path=str(path),
+                store=store,
+                source_format="blobviewer",
+            )
+            # Blobs sent after the items that reference them: their rows said "missing".
+            for blob in Blob.objects.filter(id__in=added, missing=True):
+                refresh_blob(blob.id, store=store, row=blob)
+            _save_log(upload.log_file, path, lines=upload.line_count)
+    except IngestError as error:
+        _take_back(store, added)
+        raise UploadError(_at_line(error.line, error.message)) from None
+    except Exception:
+        _take_back(store, added)
+        raise
+    referenced = BlobRef.objects.filter(session_id=result.session_id).values("blob_id")
+    return UploadResult(
+        session=Session.objects.get(id=result.session_id),
+        new_items=result.new_items,
+        items=result.total_items,
+        blobs=result.blobs,
+        missing_blobs=Blob.objects.filter(id__in=referenced, missing=True).count(),
+        new_blobs=len(added),
+    )
+
+
+# --- reading -------------------------------------------------------------------------------
+
+
+def _content_length(request: HttpRequest) -> int:
+    try:
+        return max(0, int(request.META.get("CONTENT_LENGTH") or 0))
+    except ValueError:
+        return 0
+
+
+def _too_big(max_bytes: int) -> UploadError:
+    return UploadError(
+        f"upload too large: at most {max_bytes:,} bytes (BLOBVIEWER_UPLOAD_MAX_BYTES)",
+        status=413,
+    )
+
+
+def _copy_body(request: HttpRequest, file: IO[bytes], *, max_bytes: int) -> None:
+    # Streamed, never request.body: that holds the whole body in memory and stops at
+    # DATA_UPLOAD_MAX_MEMORY_SIZE, far below the size of a long session log.
+    received = 0
+    while chunk := request.read(_CHUNK):
+        received += len(chunk)
+        if received > max_bytes:
+            raise _too_big(max_bytes)
+        file.write(chunk)
+
+
+def _receive_multipart(request: HttpRequest, file: IO[bytes]) -> dict[BlobId, Content]:
+    """Copy the "log" file into *file*; return the checked "blob" files."""
+    try:
+        files, fields = request.FILES, request.POST
+    except TooManyFilesSent:
+        raise UploadError(
+            f"more than {settings.DATA_UPLOAD_MAX_NUMBER_FILES:,} files in one upload; send "
+            "the blobs over several uploads, each with the log",
+            status=413,
+        ) from None
+    except (RequestDataTooBig, TooManyFieldsSent):
+        raise UploadError("form fields too large: send the log and blobs as files") from None
+    except MultiPartParserError as error:
+        raise UploadError(f"malformed multipart body: {error}") from None
+    if unexpected := sorted((set(files) | set(fields)) - {"log", "blob"}):
+        raise UploadError(
+            f"unexpected field {unexpected[0]!r}: send the session log as the file "
+            '"log" and each blob as a file "blob"'
+        )
+    logs = files.getlist("log")
+    if len(logs) != 1:
+        raise UploadError(
+            'a multipart upload needs exactly one file "log", the session log '
+            "(curl -F log=@<session>.jsonl)"
+        )
+    for chunk in logs[0].chunks(_CHUNK):
+        file.write(chunk)
+    return _read_blobs(files.getlist("blob"))
+
+
+def _read_blobs(files: Sequence[UploadedFile]) -> dict[BlobId, Content]:
+    blobs: dict[BlobId, Content] = {}
+    for upload in files:
+        name = upload.name or ""
+        match = _BLOB_FILE.fullmatch(name)
+        if match is None:
+            raise UploadError(
+                f"blob file {name!r}: the name must be <uuid>.txt or <uuid>.json, as in "
+                "the blob store"
+            )
+        blob_id = parse_blob_id(match["id"])
+        if blob_id in blobs:
+            raise UploadError(f"blob file {name!r}: blob {blob_id} is sent twice")
+        blobs[blob_id] = _blob_content(name, match["suffix"], upload.read())
+    return blobs
+
+
+def _blob_content(name: str, suffix: str, data: bytes) -> Content:
+    if suffix == "txt":
+        try:
+            return Text(decode_text(data))
+        except UnicodeDecodeError as error:
+            raise UploadError(f"blob file {name!r}: not UTF-8 at byte {error.start}") from None
+    try:
+        return Structured(parse_json(data))
+    except JsonError as error:
+        raise UploadError(f"blob file {name!r}: not JSON: {error}") from None
+
+
+def _read_log(path: Path) -> SessionLog:
+    if path.stat().st_size == 0:
+        raise UploadError(_EMPTY)
+    try:
+        log = read_session_log(path)
+    except SessionLogError as error:
+        raise UploadError(_at_line(error.line, error.message)) from None
+    if log.torn_tail:
+        # A file on disk may end in a line still being written; an upload is complete
+        # or it was cut off on the way.
+        line = len(log.records) + 2
+        raise UploadError(f"line {line}: cut off: the last line is not complete JSON")
+    _check_unique_seqs(log)
+    return log
+
+
+def _check_unique_seqs(log: SessionLog) -> None:
+    # Ingest refuses these too, but only after the blobs would be stored; here the
+    # message can also name the line.
+    first_line: dict[int, int] = {}
+    for line, record in enumerate(log.records, start=2):
+        seq = record["seq"]
+        if seq in first_line:
+            raise UploadError(
+                f"line {line}: seq {seq} appears more than once (first on line {first_line[seq]})"
+            )
+        first_line[seq] = line
+
+
+def _at_line(line: int | None, message: str) -> str:
+    # Never the server's path of the file: the client knows which log it sent.
+    return f"line {line}: {message}" if line else message
+
+
+# --- writing -------------------------------------------------------------------------------
+
+
+def _save_log(temp: Path, path: Path, *, lines: int) -> None:
+    """Move the uploaded log into place, unless the log there is longer (an agent may send
+    a copy of its log while the run goes on; an older copy must not shorten it)."""
+    if path.exists() and _line_count(path) > lines:
+        return
+    os.replace(temp, path)
+
+
+def _line_count(path: Path) -> int:
+    lines, last = 0, b"\n"
+    with path.open("rb") as file:
+        while chunk := file.read(_CHUNK):
+            lines += chunk.count(b"\n")
+            last = chunk[-1:]
+    return lines + (last != b"\n")  # a last line without its newline counts too
+
+
+def _take_back(store: FsBlobStore, added: list[BlobId]) -> None:
+    """Remove the blobs this upload added: the database rolled back, so nothing refers to
+    them, and an upload that failed should leave the store as it found it."""
+    for blob_id in added:
+        with suppress(OSError, BlobStoreError):
+            store.path_of(blob_id).unlink()
