@@ -252,6 +252,8 @@ def _promoted(
         raise IngestError(
             source_path, None, f"seq {seq}: cannot store its output: {error}"
         ) from None
+    if admitted.blob_id is not None:
+        written.append(admitted.blob_id)
     return {**record, "output": admitted.text, "received_bytes": utf8_size(output)}
 
 

@@ -29,7 +29,7 @@ from blobviewer.data_dir import blob_store, sessions_dir
 from blobviewer.ingest import IngestError, ingest_session
 from blobviewer.models import Blob, BlobRef, Session
 from core.blob_id import BlobId, parse_blob_id
-from core.blob_store import BlobStoreError, FsBlobStore
+from core.blob_store import FsBlobStore
 from core.content import Content, Structured, Text, decode_text
 from core.json_values import JsonError, parse_json
 from core.session_log import SessionLog, SessionLogError, read_session_log
@@ -299,5 +299,5 @@ def _take_back(store: FsBlobStore, added: list[BlobId]) -> None:
     """Remove the blobs this upload added: the database rolled back, so nothing refers to
     them, and an upload that failed should leave the store as it found it."""
     for blob_id in added:
-        with suppress(OSError, BlobStoreError):
-            store.path_of(blob_id).unlink()
+        with suppress(OSError):
+            store.discard_sync(blob_id)
