@@ -23,7 +23,14 @@ from core.content import (
     encode_text,
     utf8_size,
 )
-from core.json_values import display_key, dumps_compact, dumps_for_storage, dumps_indented, shape
+from core.json_values import (
+    display_key,
+    dumps_compact,
+    dumps_for_storage,
+    dumps_indented,
+    json_type,
+    shape,
+)
 from core.line_index import LineIndex
 from core.policy import DEFAULT_POLICY, Policy
 from core.selectors import (
@@ -229,7 +236,7 @@ def _overview(ref: str, content: Content, policy: Policy) -> tuple[str, list[_Un
             for i, line in enumerate(key_lines(value))
         ]
         return header, units, None
-    header = f"{ref} json_{shape(value)} | {size} bytes"
+    header = f"{ref} json_{json_type(value)} | {size} bytes"
     return header, [_Unit([dumps_compact(value)], None, "value")], None
 
 

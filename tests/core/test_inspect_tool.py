@@ -140,7 +140,7 @@ def test_an_object_shows_its_key_lines() -> None:
 
 
 def test_a_scalar_shows_its_value() -> None:
-    assert render(Structured("hé")) == f'{REF} json_string(2) | 5 bytes\n"hé"'
+    assert render(Structured("hé")) == f'{REF} json_string | 5 bytes\n"hé"'
 
 
 # -- with a selector ------------------------------------------------------------------------
