@@ -8,7 +8,8 @@ and ends with `… truncated — continue with <selector>`, naming the exact nex
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from core.blob_errors import BlobStoreError
@@ -16,8 +17,10 @@ from core.blob_id import BlobId, parse_blob_id
 from core.blob_store import TEXT_SUFFIX, BlobStore, FsBlobStore
 from core.content import (
     Content,
+    Inline,
     Structured,
     Text,
+    ToolOutput,
     cut_utf8,
     decode_text,
     encode_text,
@@ -47,6 +50,7 @@ from core.selectors import (
     past_the_end,
 )
 from core.summary import ELLIPSIS, key_lines, schema_line
+from core.tools import ToolError
 
 INSPECT_NAME = "inspect"
 INSPECT_PARAMETERS: dict[str, Any] = {
@@ -396,3 +400,29 @@ def _bounded(result: str, limit: int) -> str:
 
 def _trailer(selector: Selector) -> str:
     return f"{ELLIPSIS} truncated — continue with {selector}"
+
+
+@dataclass(frozen=True, slots=True)
+class InspectTool:
+    """The built-in `inspect` tool over a blob store (SPEC 2.8).
+
+    It returns its result as Inline, so the result is never promoted; bad ids, missing
+    blobs and bad selectors come back as ToolError with the one-line message.
+    """
+
+    store: BlobStore
+    policy: Policy = DEFAULT_POLICY
+    name: str = INSPECT_NAME
+    description: str = INSPECT_DESCRIPTION
+    parameters: Mapping[str, Any] = field(default_factory=lambda: INSPECT_PARAMETERS)
+
+    async def execute(self, args: dict[str, Any]) -> str:
+        try:
+            return await inspect_blob_async(
+                self.store, args["blob_id"], args.get("selector"), self.policy
+            )
+        except InspectError as error:
+            raise ToolError(str(error)) from None
+
+    async def execute_output(self, args: dict[str, Any]) -> ToolOutput:
+        return Inline(await self.execute(args))

@@ -14,7 +14,7 @@ and a one-line message, and the run goes on: the model can correct itself.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -24,13 +24,7 @@ from core.blob_id import BlobId
 from core.blob_store import BlobStore
 from core.content import Inline, Stored, Structured, Text, ToolOutput, utf8_size
 from core.history import Item, ToolCall, ToolResult, UserMessage
-from core.inspect_tool import (
-    INSPECT_DESCRIPTION,
-    INSPECT_NAME,
-    INSPECT_PARAMETERS,
-    InspectError,
-    inspect_blob_async,
-)
+from core.inspect_tool import INSPECT_NAME, InspectTool
 from core.json_values import dumps_for_storage
 from core.model_clients import ModelClient
 from core.policy import DEFAULT_POLICY, Policy
@@ -39,7 +33,7 @@ from core.session_log import SessionLogWriter
 from core.tool_schema import ArgumentsError, check_arguments
 from core.tools import OutputTool, Tool, ToolError, output_text
 
-__all__ = ["DEFAULT_MAX_TURNS", "InspectTool", "RunResult", "RunStats", "StopReason", "Worker"]
+__all__ = ["DEFAULT_MAX_TURNS", "RunResult", "RunStats", "StopReason", "Worker"]
 
 DEFAULT_MAX_TURNS = 25
 _MESSAGE_LIMIT = 500  # characters of an error message that reach the model
@@ -74,32 +68,6 @@ class RunResult:
     items: tuple[Item, ...]  # the items this run added, from its user message on
     stats: RunStats
     blob_ids: tuple[BlobId, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class InspectTool:
-    """The built-in `inspect` tool over a blob store (SPEC 2.8).
-
-    It returns its result as Inline, so the result is never promoted; bad ids, missing
-    blobs and bad selectors come back as ToolError with the one-line message.
-    """
-
-    store: BlobStore
-    policy: Policy = DEFAULT_POLICY
-    name: str = INSPECT_NAME
-    description: str = INSPECT_DESCRIPTION
-    parameters: Mapping[str, Any] = field(default_factory=lambda: INSPECT_PARAMETERS)
-
-    async def execute(self, args: dict[str, Any]) -> str:
-        try:
-            return await inspect_blob_async(
-                self.store, args["blob_id"], args.get("selector"), self.policy
-            )
-        except InspectError as error:
-            raise ToolError(str(error)) from None
-
-    async def execute_output(self, args: dict[str, Any]) -> ToolOutput:
-        return Inline(await self.execute(args))
 
 
 @dataclass(frozen=True, slots=True)
