@@ -46,6 +46,7 @@ from core.selectors import (
     Slice,
     ValueView,
     evaluate,
+    explain,
     parse_selector,
     past_the_end,
 )
@@ -90,14 +91,14 @@ async def inspect_blob_async(
 ) -> str:
     """What the inspect tool returns for *blob_id* and *selector*; raises InspectError."""
     parsed_id, parsed = _parse(blob_id, selector)
-    if isinstance(store, FsBlobStore):
+    if isinstance(store, FsBlobStore) and isinstance(parsed, Selector):
         args = (store, parsed_id, parsed, policy)
         if (result := await asyncio.to_thread(_lines_from_file, *args)) is not None:
             return result
     try:
         content = await store.load(parsed_id)
     except BlobStoreError as error:
-        raise InspectError(str(error)) from None
+        raise InspectError(str(parsed if isinstance(parsed, SelectorError) else error)) from None
     return _render_or_raise(parsed_id, content, parsed, policy)
 
 
@@ -106,20 +107,29 @@ def inspect_blob(
 ) -> str:
     """:func:`inspect_blob_async` for synchronous callers (the CLI, the web site)."""
     parsed_id, parsed = _parse(blob_id, selector)
-    if (result := _lines_from_file(store, parsed_id, parsed, policy)) is not None:
+    if isinstance(parsed, Selector) and (
+        result := _lines_from_file(store, parsed_id, parsed, policy)
+    ):
         return result
     try:
         content = store.load_sync(parsed_id)
     except BlobStoreError as error:
-        raise InspectError(str(error)) from None
+        raise InspectError(str(parsed if isinstance(parsed, SelectorError) else error)) from None
     return _render_or_raise(parsed_id, content, parsed, policy)
 
 
-def _parse(blob_id: str, selector: str | None) -> tuple[BlobId, Selector]:
+def _parse(blob_id: str, selector: str | None) -> tuple[BlobId, Selector | SelectorError]:
+    """The blob id (or InspectError), and the selector or why it does not parse: that
+    error is raised once the blob is loaded, so it can say which selectors fit it (or
+    as it is, when the blob cannot be loaded)."""
     try:
-        return parse_blob_id(blob_id), parse_selector(selector)
-    except (BlobStoreError, SelectorError) as error:
+        parsed_id = parse_blob_id(blob_id)
+    except BlobStoreError as error:
         raise InspectError(str(error)) from None
+    try:
+        return parsed_id, parse_selector(selector)
+    except SelectorError as error:
+        return parsed_id, error
 
 
 def _lines_from_file(
@@ -157,7 +167,11 @@ def _lines_from_file(
     return _bounded(_cap(header, units, None, policy.inspect_limit), policy.inspect_limit)
 
 
-def _render_or_raise(blob_id: BlobId, content: Content, selector: Selector, policy: Policy) -> str:
+def _render_or_raise(
+    blob_id: BlobId, content: Content, selector: Selector | SelectorError, policy: Policy
+) -> str:
+    if isinstance(selector, SelectorError):
+        raise InspectError(explain(selector, content))
     try:
         return render_inspect(blob_id, content, selector, policy)
     except SelectorError as error:

@@ -328,6 +328,12 @@ def suggestion(view: View) -> str:
     return "it has no parts to select; inspect it without a selector"
 
 
+def explain(error: SelectorError, content: Content) -> str:
+    """A parse error's message, followed by the kind of *content* and what fits it."""
+    view = content_view(content)
+    return f"{error} (this blob is {kind_of(view)} — {suggestion(view)})"
+
+
 def evaluate(selector: Selector | str | None, content: Content) -> View:
     """Apply every step of *selector* to *content*; raises SelectorError."""
     if not isinstance(selector, Selector):

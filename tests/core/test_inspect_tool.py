@@ -574,3 +574,11 @@ def test_lines_read_from_the_file_match_the_rendering_of_the_loaded_text(
             inspect_blob(store, str(blob_id), selector, policy)
         return
     assert inspect_blob(store, str(blob_id), selector, policy) == expected
+
+
+def test_a_malformed_selector_also_says_which_selectors_fit_the_blob(store: FsBlobStore) -> None:
+    blob_id = store.store_sync(Structured([{"a": 1}] * 5))
+    message = inspect_error(store, str(blob_id), "lines:ten-20")
+    assert message.startswith("lines: expects A-B, A or A-")
+    assert message.endswith("(this blob is json_array — try slice:0..10)")
+    assert "\n" not in message
