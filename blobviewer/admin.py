@@ -27,8 +27,8 @@ class SessionAdmin(admin.ModelAdmin):
 
 @admin.register(Item)
 class ItemAdmin(admin.ModelAdmin):
-    list_display = ["session", "seq", "type", "tool", "at", "is_error"]
-    list_filter = ["type", "is_error"]
+    list_display = ["session", "seq", "type", "role", "sidechain", "tool", "at", "is_error"]
+    list_filter = ["type", "sidechain", "is_error"]
     search_fields = ["session__id", "tool", "call_id"]
     raw_id_fields = ["session"]
     list_select_related = ["session"]

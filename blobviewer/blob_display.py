@@ -2,7 +2,7 @@
 
 The selection itself is core's (`core.selectors`), so the page shows what the model would
 get. What this module adds is paging: a page holds at most LINES_PER_PAGE rows and about
-PAGE_BUDGET characters of content, and a line longer than LINE_BYTES is cut with a note,
+PAGE_BUDGET bytes of content, and a line longer than LINE_BYTES is cut with a note,
 so the HTML stays small whatever the blob's size. Plain text pages go on with a `lines:`
 selector (the URL stays a selector the model could use); JSON and grep results go on with
 a `start` row number.
@@ -37,7 +37,9 @@ from core.selectors import (
 
 LINES_PER_PAGE = 500
 LINE_BYTES = 2_000  # a longer line is shown cut, with a note
-PAGE_BUDGET = 120_000  # characters of escaped content per page
+# Bytes of escaped content per page, counted as the UTF-8 the HTML carries (a '€' is 3
+# bytes, an emoji 4, a '<' becomes `&lt;`), so non-ASCII text fits the 200 KB page too.
+PAGE_BUDGET = 120_000
 _ROW_OVERHEAD = 64  # the markup around one row: its number, anchor and line break
 GREP_CONTEXT = 10  # lines shown above a grep match when following it into the text
 
@@ -240,7 +242,7 @@ def _fit(lines: Iterable[tuple[int, str, int]]) -> Iterator[Row]:
         if count >= LINES_PER_PAGE:
             return
         text = _SURROGATES.sub("\ufffd", shown) if _SURROGATES.search(shown) else shown
-        cost = len(escape(text)) + _ROW_OVERHEAD
+        cost = len(escape(text).encode()) + _ROW_OVERHEAD
         if count and cost > budget:
             return
         budget -= cost

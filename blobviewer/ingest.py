@@ -364,6 +364,8 @@ def _item(session: Session, record: Mapping[str, Any]) -> Item:
         tool=_storable(_text(record.get("tool")))[:200],
         output=_storable(output),
         is_error=record.get("is_error") is True,
+        role=_storable(_text(record.get("role")))[:50],
+        sidechain=record.get("sidechain") is True,
         output_bytes=output_bytes,
         received_bytes=received,
     )

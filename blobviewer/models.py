@@ -70,6 +70,11 @@ class Item(models.Model):
     tool = models.CharField(max_length=200, blank=True)
     output = models.TextField(blank=True)
     is_error = models.BooleanField(default=False)
+    # Who a message really came from, when a recording says it was not its type's usual
+    # author: a "user" item may be the system prompt, a demonstration, a harness note.
+    role = models.CharField(max_length=50, blank=True)
+    # Made by a sub-agent (Claude Code's sidechains), not the main conversation.
+    sidechain = models.BooleanField(default=False)
     # Tool results only: UTF-8 bytes of the output in the history, and bytes the tool
     # produced (the blob's size when the output was promoted).
     output_bytes = models.BigIntegerField(default=0)
@@ -83,6 +88,9 @@ class Item(models.Model):
 
     def __str__(self) -> str:
         return f"{self.session_id} #{self.seq} {self.type}"
+
+    def get_absolute_url(self) -> str:
+        return reverse("item_detail", args=[self.session_id, self.seq])
 
 
 class Blob(models.Model):

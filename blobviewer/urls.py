@@ -7,9 +7,10 @@ from django.urls import path
 from blobviewer import views
 
 urlpatterns = [
-    # /  and  /sessions/<id>/ — recorded runs
+    # /  and  /sessions/<id>/ (and one item whole: /sessions/<id>/items/<seq>/) — recorded runs
     path("", views.session_list, name="session_list"),
     path("sessions/<uuid:session_id>/", views.session_detail, name="session_detail"),
+    path("sessions/<uuid:session_id>/items/<int:seq>/", views.item_detail, name="item_detail"),
     # /blobs/ — stored outputs, read with the model's selectors
     path("blobs/", views.blob_list, name="blob_list"),
     path("blobs/<uuid:blob_id>/", views.blob_detail, name="blob_detail"),

@@ -12,7 +12,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_not_required
 from django.core.paginator import Paginator
-from django.db.models import Count, Prefetch, Sum
+from django.db.models import Count, Sum
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -31,15 +31,16 @@ from blobviewer.forms import (
     SessionFilterForm,
     ShareLinkForm,
 )
-from blobviewer.models import ApiToken, Blob, BlobRef, Session, ShareLink
+from blobviewer.models import ApiToken, Blob, Item, Session, ShareLink
 from blobviewer.session_upload import UploadError, received_upload, save_upload
+from blobviewer.timeline import item_blob_refs, timeline_items
 from core.blob_store import BlobNotFound, BlobStoreError
 from core.content import encode_text
 from core.inspect_tool import InspectError, inspect_blob
 from core.selectors import SelectorError
 
 SESSIONS_PER_PAGE = 50
-ITEMS_PER_PAGE = 200
+ITEMS_PER_PAGE = 100
 BLOBS_PER_PAGE = 50
 REFERRING_SESSIONS_SHOWN = 50
 
@@ -172,12 +173,24 @@ def session_list(request: HttpRequest) -> HttpResponse:
 @require_GET
 def session_detail(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
     session = get_object_or_404(Session, id=session_id)
-    items = session.items.prefetch_related(
-        Prefetch("blob_refs", queryset=BlobRef.objects.select_related("blob"))
-    )
-    page = Paginator(items, ITEMS_PER_PAGE).get_page(request.GET.get("page"))
+    page = Paginator(timeline_items(session), ITEMS_PER_PAGE).get_page(request.GET.get("page"))
     context = {"session": session, "page": page}
     return _render(request, "session_detail.html", context, fragment="session_detail.html#timeline")
+
+
+@require_GET
+def item_detail(request: HttpRequest, session_id: uuid.UUID, seq: int) -> HttpResponse:
+    """One item whole; for htmx just the item, to replace its cut copy on the timeline."""
+    item = get_object_or_404(
+        Item.objects.select_related("session").prefetch_related(item_blob_refs()),
+        session_id=session_id,
+        seq=seq,
+    )
+    before = Item.objects.filter(session_id=session_id, seq__lt=seq).count()
+    timeline_url = reverse("session_detail", args=[session_id])
+    timeline_url += f"?page={before // ITEMS_PER_PAGE + 1}#item-{seq}"
+    context = {"item": item, "session": item.session, "timeline_url": timeline_url}
+    return _render(request, "item_detail.html", context, fragment="item_detail.html#item")
 
 
 # --- blobs ---------------------------------------------------------------------------------

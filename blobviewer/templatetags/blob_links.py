@@ -14,12 +14,12 @@ import orjson
 from django import template
 
 from blobviewer.models import Blob, Item
+from blobviewer.timeline import CALL_ARGS_BYTES, CALLS_SHOWN, Preview, preview
 from core.blob_id import BLOB_REF
+from core.content import utf8_size
 from core.json_values import dumps_compact
 
 register = template.Library()
-
-ITEM_TEXT_CHARS = 20_000  # longer item texts are cut on the timeline
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,15 +51,53 @@ def blob_segments(text: str, blobs: dict[uuid.UUID, Blob] | None = None) -> list
     return segments
 
 
-@register.inclusion_tag("_blob_text.html")
-def blob_text(text: str, item: Item) -> dict[str, Any]:
-    """An item's text or output, with each blob reference opening the blob under the item."""
+@register.inclusion_tag("_item_body.html")
+def item_body(item: Item, *, whole: bool = False) -> dict[str, Any]:
+    """An item's output (tool results) or text, with each blob reference opening the blob
+    under the item. On the timeline (not *whole*) only its start, from the item's
+    `body_head` and `body_bytes` (see blobviewer.timeline), and a link to the rest."""
+    if whole:
+        shown = Preview(item.output if item.type == Item.Type.TOOL_RESULT else item.text, 0)
+    else:
+        shown = preview(item.body_head or "", item.body_bytes or 0)
     blobs = {ref.blob_id: ref.blob for ref in item.blob_refs.all()}
-    shown = text[:ITEM_TEXT_CHARS]
     return {
-        "segments": blob_segments(shown, blobs),
+        "shown": shown.text or item.type == Item.Type.TOOL_RESULT,
+        "segments": blob_segments(shown.text, blobs),
         "target": f"item-{item.seq}-blob",
-        "cut": len(text) - len(shown),
+        "more_bytes": shown.more_bytes,
+        "item": item,
+        "item_url": item.get_absolute_url(),
+    }
+
+
+@register.inclusion_tag("_item_calls.html")
+def item_calls(item: Item, *, whole: bool = False) -> dict[str, Any]:
+    """An assistant item's tool calls; on the timeline the first few, arguments cut."""
+    calls = [call for call in item.tool_calls if isinstance(call, dict)]
+    listed = calls if whole else calls[:CALLS_SHOWN]
+    shown = []
+    for call in listed:
+        arguments = compact_json(call.get("arguments"))
+        cut = (
+            Preview(arguments, 0)
+            if whole
+            else preview(arguments, utf8_size(arguments), budget=CALL_ARGS_BYTES)
+        )
+        shown.append(
+            {
+                "name": call.get("name"),
+                "id": call.get("id"),
+                "arguments": cut.text,
+                "more_bytes": cut.more_bytes,
+                "target": inspect_target(call),
+            }
+        )
+    return {
+        "calls": shown,
+        "hidden": len(calls) - len(listed),
+        "item": item,
+        "item_url": item.get_absolute_url(),
     }
 
 

@@ -10,7 +10,9 @@ from playwright.sync_api import expect
 
 from blobviewer.blob_index import refresh_blob
 from blobviewer.data_dir import blob_store
+from blobviewer.ingest import ingest_session
 from core.content import Text
+from web.records import header, user_item
 
 HOSTILE = '<script>alert(1)</script><img src=x onerror="alert(2)">'
 
@@ -34,6 +36,25 @@ def test_it_opens_a_session_and_a_blob_in_place(page, live_server, sample_sessio
     in_place.locator("input[name=selector]").press("Enter")
     expect(in_place).to_contain_text("lines 42-43 of 300")
     expect(page).to_have_url(session_url)
+    assert page.problems.csp_violations == []
+
+
+def test_a_cut_item_opens_whole_in_place(page, live_server, data_dir):
+    session_id = uuid.uuid4()
+    text = "".join(f"line {n} of a long message\n" for n in range(1, 501))
+    ingest_session(header(session_id), [user_item(1, text)], source_path="t", store=blob_store())
+    session_url = f"{live_server.url}/sessions/{session_id}/"
+    page.goto(session_url)
+    item = page.locator("#item-1")
+    expect(item).to_contain_text("more bytes")
+    expect(item).not_to_contain_text("line 500 of a long message")
+
+    item.get_by_role("link", name="open the item").click()
+
+    expect(page.locator("#item-1")).to_contain_text("line 500 of a long message")
+    expect(page.locator("#item-1")).not_to_contain_text("more bytes")
+    expect(page.locator("article.item")).to_have_count(1)
+    expect(page).to_have_url(session_url)  # opened in place, like a blob
     assert page.problems.csp_violations == []
 
 

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import re
 import uuid
+from html import unescape as html_unescape
 
 import pytest
+from django.core.management import call_command
 from django.urls import reverse
 
-from blobviewer.models import Item, Session
+from blobviewer.models import BlobRef, Item, Session
+from blobviewer.timeline import CALLS_SHOWN, PREVIEW_BYTES
 from blobviewer.views import ITEMS_PER_PAGE
+from web.records import header, user_item
 
 pytestmark = pytest.mark.django_db
 
@@ -107,17 +111,182 @@ def test_it_pages_a_long_session(logged_in_client):
 
 
 def test_it_cuts_an_enormous_item_text(logged_in_client, write_log):
-    from django.core.management import call_command
-
-    from web.records import header, user_item
-
     session_id = uuid.uuid4()
     call_command("ingest", str(write_log([header(session_id), user_item(1, "y" * 100_000)])))
 
     response = logged_in_client.get(reverse("session_detail", args=[session_id]))
 
-    assert b"80000 more characters not shown" in response.content
-    assert len(response.content) < 40_000
+    shown = PREVIEW_BYTES
+    assert f'<pre class="item-text">{"y" * shown}</pre>'.encode() in response.content
+    assert f"{100_000 - shown:,} more bytes".encode() in response.content
+    assert len(response.content) < 10_000
+
+
+BIG_ITEM = ("plain text, " + "€uro & <tags> " * 4 + "\n") * 400  # about 30 KB
+
+
+@pytest.fixture
+def big_items_session(write_log, text_blob) -> tuple[uuid.UUID, uuid.UUID]:
+    """A session of ITEMS_PER_PAGE user items of 30 KB each, each starting with a blob."""
+    blob_id = text_blob("the blob\n")
+    session_id = uuid.uuid4()
+    items = [user_item(n, f"see [blob:{blob_id}] {BIG_ITEM}") for n in range(1, ITEMS_PER_PAGE + 1)]
+    call_command("ingest", str(write_log([header(session_id), *items])))
+    return session_id, blob_id
+
+
+def test_a_page_of_big_items_stays_small_and_keeps_its_blob_links(
+    logged_in_client, big_items_session
+):
+    session_id, blob_id = big_items_session
+    assert len(BIG_ITEM.encode()) > 30_000
+    url = reverse("session_detail", args=[session_id])
+
+    for headers in ({}, HTMX):
+        html = logged_in_client.get(url, headers=headers).content.decode()
+
+        assert len(html.encode()) < 200_000
+        assert html.count("<article") == ITEMS_PER_PAGE
+        blob_url = reverse("blob_detail", args=[blob_id])
+        links = re.findall(
+            rf'<a class="blob-ref" href="{blob_url}" hx-get="{blob_url}"[^>]*>', html
+        )
+        assert len(links) == ITEMS_PER_PAGE
+        assert f'hx-target="#item-{ITEMS_PER_PAGE}-blob"' in links[-1]
+        assert f'<div class="blob-slot" id="item-{ITEMS_PER_PAGE}-blob"></div>' in html
+        assert "&lt;tags&gt;" in html and "<tags>" not in html
+
+
+def test_a_cut_item_says_how_much_is_left_and_links_to_the_whole_item(
+    logged_in_client, big_items_session
+):
+    session_id, _ = big_items_session
+
+    html = logged_in_client.get(reverse("session_detail", args=[session_id])).content.decode()
+
+    item_url = reverse("item_detail", args=[session_id, 7])
+    article = html[html.index('id="item-7"') : html.index('id="item-8"')]
+    more = re.search(r"… ([\d,]+) more bytes — <a ([^>]*)>open the item</a>", article)
+    assert more, article[-600:]
+    shown = re.search(r'<pre class="item-text">(.*?)</pre>', article, re.S).group(1)
+    whole = len(f"see [blob:{uuid.UUID(int=0)}] {BIG_ITEM}".encode())
+    shown = html_unescape(re.sub(r"<[^>]+>", "", shown))
+    assert int(more.group(1).replace(",", "")) == whole - len(shown.encode())
+    assert f'href="{item_url}"' in more.group(2) and f'hx-get="{item_url}"' in more.group(2)
+    assert 'hx-target="#item-7"' in more.group(2) and 'hx-swap="outerHTML"' in more.group(2)
+
+
+def test_the_item_page_shows_the_whole_item_escaped(logged_in_client, big_items_session):
+    session_id, blob_id = big_items_session
+    url = reverse("item_detail", args=[session_id, 7])
+
+    page = logged_in_client.get(url)
+    fragment = logged_in_client.get(url, headers=HTMX)
+
+    assert page.status_code == fragment.status_code == 200
+    whole = f"see [blob:{blob_id}] {BIG_ITEM}"
+    for html in (page.content.decode(), fragment.content.decode()):
+        shown = re.search(r'<pre class="item-text">(.*?)</pre>', html, re.S).group(1)
+        assert html_unescape(re.sub(r"<[^>]+>", "", shown)) == whole
+        assert "<tags>" not in html
+        assert "more bytes" not in html
+        assert f'hx-get="{reverse("blob_detail", args=[blob_id])}"' in html
+        assert '<div class="blob-slot" id="item-7-blob"></div>' in html
+    # The fragment replaces the cut item on the timeline: the article, nothing around it.
+    assert fragment.content.decode().lstrip().startswith('<article class="item user" id="item-7"')
+    back = reverse("session_detail", args=[session_id]) + "?page=1#item-7"
+    assert f'href="{back}"' in page.content.decode()
+
+
+def test_the_item_page_links_back_to_the_timeline_page_that_holds_it(logged_in_client):
+    session = Session.objects.create(id=uuid.uuid4(), title="long", created_at="2025-01-01T00:00Z")
+    Item.objects.bulk_create(
+        Item(session=session, seq=n * 2, type="user", text=f"m {n}")
+        for n in range(1, ITEMS_PER_PAGE + 2)
+    )
+    last = 2 * (ITEMS_PER_PAGE + 1)
+
+    html = logged_in_client.get(reverse("item_detail", args=[session.id, last])).content.decode()
+
+    back = reverse("session_detail", args=[session.id]) + f"?page=2#item-{last}"
+    assert f'href="{back}"' in html
+
+
+def test_an_unknown_item_is_a_404(logged_in_client, sample_session):
+    url = reverse("item_detail", args=[sample_session.id, 999])
+    assert logged_in_client.get(url).status_code == 404
+    assert logged_in_client.get(reverse("item_detail", args=[uuid.uuid4(), 1])).status_code == 404
+
+
+def test_the_timeline_loads_only_the_start_of_each_text(logged_in_client, big_items_session):
+    session_id, _ = big_items_session
+
+    response = logged_in_client.get(reverse("session_detail", args=[session_id]))
+
+    item = response.context["page"].object_list[0]
+    assert {"text", "output"} <= item.get_deferred_fields()
+    # Nor the line index of each referenced blob, which only the blob's own page reads.
+    assert item.blob_refs.all()[0].blob.get_deferred_fields() == {"line_index"}
+
+
+def test_the_timeline_lists_a_few_calls_cut_and_the_item_page_all_of_them(
+    logged_in_client, write_log
+):
+    session_id = uuid.uuid4()
+    calls = [
+        {"id": f"c{n}", "name": f"tool_{n}", "arguments": {"n": n, "data": "<d>" * 5_000}}
+        for n in range(1, 11)
+    ]
+    assistant = {"type": "assistant", "seq": 1, "text": "", "tool_calls": calls}
+    call_command("ingest", str(write_log([header(session_id), assistant])))
+
+    timeline = logged_in_client.get(reverse("session_detail", args=[session_id]))
+    item = logged_in_client.get(reverse("item_detail", args=[session_id, 1]))
+
+    html = timeline.content.decode()
+    assert html.count('<code class="tool">') == CALLS_SHOWN
+    assert f"… {10 - CALLS_SHOWN} more calls — <a" in html
+    assert html.count("more bytes</a>") == CALLS_SHOWN
+    assert len(timeline.content) < 10_000
+    html = item.content.decode()
+    assert html.count('<code class="tool">') == 10
+    assert "more calls" not in html and "more bytes" not in html
+    assert html.count("&lt;d&gt;" * 5_000) == 10
+
+
+def test_a_10000_item_session_is_one_query_for_the_page(
+    logged_in_client, django_assert_max_num_queries, text_blob
+):
+    session = Session.objects.create(id=uuid.uuid4(), title="huge", created_at="2025-01-01T00:00Z")
+    blob_id = text_blob("x\n")
+    from blobviewer.blob_index import index_blobs
+    from blobviewer.data_dir import blob_store
+
+    blob = index_blobs({blob_id}, store=blob_store())[blob_id]
+    items = Item.objects.bulk_create(
+        Item(
+            session=session,
+            seq=n,
+            type="tool_result" if n % 2 else "assistant",
+            text=f"step {n}",
+            output=f"[blob:{blob_id}] text | 1 line",
+            tool_calls=[] if n % 2 else [{"id": f"c{n}", "name": "run", "arguments": {}}],
+        )
+        for n in range(1, 10_001)
+    )
+    BlobRef.objects.bulk_create(
+        BlobRef(item=item, session=session, blob=blob) for item in items if item.seq % 2
+    )
+    url = reverse("session_detail", args=[session.id])
+
+    pages = 10_000 // ITEMS_PER_PAGE
+    for page in (1, pages // 2, pages):
+        # Login session and user, the session, the count, the page's items, their blobs.
+        # (Speed itself is measured by bench/site_bench.py, not asserted here.)
+        with django_assert_max_num_queries(6):
+            html = logged_in_client.get(url, {"page": page}).content.decode()
+        assert html.count("<article") == ITEMS_PER_PAGE
+        assert f"page {page} of {pages}" in html
 
 
 def test_it_answers_an_unknown_session_with_404(logged_in_client, db):
