@@ -108,7 +108,9 @@ def main() -> int:
     read_time, _ = best_of(5, blob_path.read_bytes)
     anonymous = Client()
     login_time, _ = best_of(5, lambda: anonymous.get("/accounts/login/").content)
-    pages = args.items // 200 + 1
+    from blobviewer.views import ITEMS_PER_PAGE
+
+    pages = -(-result.total_items // ITEMS_PER_PAGE)
     rows = [
         ("blob page, no selector", f"/blobs/{blob_id}/", read_time, "one read of the file"),
         (
