@@ -30,6 +30,23 @@ def index_blobs(blob_ids: Iterable[uuid.UUID], *, store: FsBlobStore) -> dict[uu
     return rows
 
 
+def index_new_blobs(*, store: FsBlobStore) -> int:
+    """Index the blobs the store has and the index does not know yet (agents and the CLI
+    write blobs that no ingested session references); returns how many were added.
+
+    Cheap when nothing changed: the files are counted against the rows before any ids
+    are compared.
+    """
+    on_disk = set(store.ids_sync())
+    if len(on_disk) == Blob.objects.filter(missing=False).count():
+        return 0
+    known = set(Blob.objects.values_list("id", flat=True))
+    new = on_disk - known
+    for blob_id in new:
+        refresh_blob(blob_id, store=store)
+    return len(new)
+
+
 def blob_for_view(blob_id: uuid.UUID, *, store: FsBlobStore) -> Blob | None:
     """The Blob row a page shows, in step with the store; None when neither knows the id.
 

@@ -22,7 +22,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from blobviewer.blob_display import Page, blob_page, selector_url
-from blobviewer.blob_index import blob_for_view, refresh_blob
+from blobviewer.blob_index import blob_for_view, index_new_blobs, refresh_blob
 from blobviewer.data_dir import blob_store
 from blobviewer.forms import (
     ApiTokenForm,
@@ -198,6 +198,7 @@ def item_detail(request: HttpRequest, session_id: uuid.UUID, seq: int) -> HttpRe
 
 @require_GET
 def blob_list(request: HttpRequest) -> HttpResponse:
+    index_new_blobs(store=blob_store())
     form = BlobFilterForm(request.GET)
     blobs = form.filter(
         Blob.objects.annotate(session_count=Count("refs__session", distinct=True)).order_by(

@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -118,6 +119,22 @@ class FsBlobStore:
             if path.exists():
                 return path
         raise BlobNotFound(f"blob {blob_id} not found")
+
+    def ids_sync(self) -> Iterator[BlobId]:
+        """The ids of every blob in the store (in no particular order)."""
+        try:
+            entries = list(os.scandir(self.root))
+        except FileNotFoundError:
+            return
+        except OSError as error:
+            raise BlobIOError(f"cannot list {self.root}: {error.strerror}") from None
+        for entry in entries:
+            stem, dot, suffix = entry.name.rpartition(".")
+            if dot and f".{suffix}" in (TEXT_SUFFIX, JSON_SUFFIX):
+                with contextlib.suppress(InvalidBlobId):
+                    blob_id = parse_blob_id(stem)
+                    if str(blob_id) == stem:  # only canonical names are blobs
+                        yield blob_id
 
     def size_sync(self, blob_id: BlobId | str) -> int:
         """Size of the blob's file in bytes."""

@@ -1,6 +1,13 @@
 """OpenAI chat messages: a JSON list of messages, or an object with `messages` (as
 mini-swe-agent writes). `assistant.tool_calls[]` are the calls; `role: "tool"` messages
-with `tool_call_id` are their results."""
+with `tool_call_id` are their results.
+
+A tool result's output is its `content`: what the recorded model read. mini-swe-agent
+also keeps the command's untrimmed output in `extra.raw_output` (its `content` wraps it
+in `<returncode>`/`<output>` tags, and head/tail-trims outputs over 10,000 characters);
+that copy is not what entered the history, so it is left aside, as Claude Code's
+`toolUseResult` is.
+"""
 
 from __future__ import annotations
 

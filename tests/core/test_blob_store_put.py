@@ -38,3 +38,13 @@ def test_an_invalid_id_touches_nothing(tmp_path: Path) -> None:
     with pytest.raises(InvalidBlobId):
         store.put_sync("../escape", Text("x"))
     assert not (tmp_path / "blobs").exists()
+
+
+def test_ids_lists_the_stored_blobs_and_nothing_else(tmp_path: Path) -> None:
+    store = FsBlobStore(tmp_path)
+    stored = {store.store_sync(Text("a")), store.store_sync(Structured([1]))}
+    (tmp_path / ".tmp-abc").write_bytes(b"half written")
+    (tmp_path / "notes.txt").write_text("not a blob")
+    (tmp_path / f"{str(next(iter(stored))).upper()}.txt").write_text("not canonical")
+    assert set(store.ids_sync()) == stored
+    assert list(FsBlobStore(tmp_path / "absent").ids_sync()) == []

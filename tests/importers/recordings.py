@@ -3,17 +3,27 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
-# CI lays shared/ beside the clone; the fixtures are real recordings from other agents.
-FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "real"
+# Real recordings from other agents. CI lays shared/ beside the clone; elsewhere, point
+# BLOBVIEWER_FIXTURES at the folder that holds them.
+FIXTURES = Path(
+    os.environ.get(
+        "BLOBVIEWER_FIXTURES",
+        Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "real",
+    )
+)
 CLAUDE_CODE = FIXTURES / "a7da6a22-facc-4fcd-8bab-f83c87862004.jsonl"
 MINI_SWE_AGENT = FIXTURES / "django__django-12708.traj.json"
 SWE_AGENT_CLASSIC = FIXTURES / "pydicom__pydicom-1458.traj"
 
 
 def require_fixtures() -> Path:
-    assert FIXTURES.is_dir(), f"the shared fixtures are missing: {FIXTURES}"
+    assert FIXTURES.is_dir(), (
+        f"the real recordings are missing: {FIXTURES} (set BLOBVIEWER_FIXTURES to the "
+        "folder shared/fixtures/real)"
+    )
     return FIXTURES
 
 

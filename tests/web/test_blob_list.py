@@ -62,3 +62,16 @@ def test_it_pages_the_blobs(logged_in_client):
 
 def test_it_needs_a_login(client, db):
     assert client.get(reverse("blob_list")).status_code == 302
+
+
+def test_blobs_that_no_session_references_are_listed_too(logged_in_client, sample_session, store):
+    from core.content import Text
+
+    lone = store.store_sync(Text("written by an agent whose session was never ingested\n"))
+    (store.root / ".tmp-half-written").write_bytes(b"not a blob")
+
+    html = logged_in_client.get(reverse("blob_list")).content.decode()
+
+    assert str(lone) in html
+    assert Blob.objects.get(id=lone).kind == "text"
+    assert Blob.objects.count() == 3
