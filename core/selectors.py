@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import re
 import time
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -197,9 +198,37 @@ def _step(name: str, argument: str | _Quoted) -> Step:
     if not argument:
         raise SelectorError("grep: expects a regex, e.g. grep:error|warning")
     try:
-        return Grep(argument, regex.compile(argument))
-    except (regex.error, OverflowError, RecursionError, ValueError) as error:
+        # Python's own re decides what a regex is (SPEC 2.7: "Python regex"), which also
+        # refuses the regex module's extensions (recursion, fuzzy matching) that no time
+        # limit can contain; the regex module then runs it, with a time limit.
+        with warnings.catch_warnings():  # e.g. "possible nested set": still a valid regex
+            warnings.simplefilter("ignore", FutureWarning)
+            re.compile(argument)
+        return Grep(argument, regex.compile(_literal_braces(argument)))
+    except (re.error, regex.error, OverflowError, RecursionError, ValueError) as error:
         raise SelectorError(f"grep: invalid regex {_shown(argument)}: {error}") from None
+
+
+_QUANTIFIER = re.compile(r"\{\d*(?:,\d*)?\}")
+
+
+def _literal_braces(pattern: str) -> str:
+    """*pattern* with every "{" that Python's re reads as a literal escaped, so that the
+    regex module cannot read it as its fuzzy-matching syntax (`(?:cat){e<=1}`). Inside a
+    character class "\\{" means "{" too, so classes need no special care."""
+    out = []
+    position = 0
+    while position < len(pattern):
+        char = pattern[position]
+        if char == "\\":
+            out.append(pattern[position : position + 2])
+            position += 2
+            continue
+        if char == "{" and not _QUANTIFIER.match(pattern, position):
+            char = "\\{"
+        out.append(char)
+        position += 1
+    return "".join(out)
 
 
 def _lines_step(argument: str | _Quoted) -> Lines:
@@ -404,10 +433,10 @@ def _grep(step: Grep, view: LinesView) -> GrepView:
         for number, line in iter_lines(view.text, view.first, view.last):
             if search(line, timeout=max(deadline - time.monotonic(), 0.001)):
                 matches.append((number, line))
-    except TimeoutError:
+    except (TimeoutError, MemoryError, RecursionError):
         raise SelectorError(
-            f"{step}: the search took longer than {GREP_SECONDS:g} s; try a simpler regex "
-            "or narrow the lines first (lines:A-B | grep:...)"
+            f"{step}: the search took longer than {GREP_SECONDS:g} s or too much memory; "
+            "try a simpler regex or narrow the lines first (lines:A-B | grep:...)"
         ) from None
     return GrepView(matches, step.pattern, view.first, view.last, view.total)
 

@@ -3,6 +3,7 @@ is a one-line SelectorError that says what was expected, and nothing else ever e
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -474,3 +475,26 @@ def test_a_pathological_regex_gives_up_with_a_selector_error(monkeypatch: Any) -
 def test_a_step_name_after_a_regex_pipe_is_recognised_in_any_case() -> None:
     selector = parse_selector("grep:a|LINES:1")
     assert [type(step).__name__ for step in selector.steps] == ["Grep", "Lines"]
+
+
+@pytest.mark.parametrize("pattern", ["(?<x>(?&x))", "(?R)", "(?P>x)", r"\p{L}", "(?|a|b)"])
+def test_grep_takes_python_regexes_only_not_the_regex_modules_extensions(pattern: str) -> None:
+    with pytest.raises(SelectorError, match="grep: invalid regex"):
+        parse_selector(f"grep:{pattern}")
+
+
+@pytest.mark.filterwarnings("ignore::FutureWarning")
+@given(
+    st.text(alphabet="ab{}e<=1,2[]^\\()?:|*", min_size=1, max_size=16),
+    st.text(alphabet="ab{}e<=12", max_size=12),
+)
+def test_grep_matches_exactly_what_pythons_re_matches(pattern: str, line: str) -> None:
+    # Fuzzy matching is the regex module's reading of `{e<=1}`; Python's re reads it as
+    # literal text, and so must grep.
+    try:
+        expected = re.search(pattern, line) is not None
+    except re.error:
+        return
+    selector = parse_selector(f"grep:{json.dumps(pattern)}")
+    view = evaluate(selector, Text(line + "\n"))
+    assert bool(view.matches) == expected
