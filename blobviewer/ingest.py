@@ -74,6 +74,7 @@ class IngestResult:
     blobs: int
     missing_blobs: int
     torn_tail: bool = False
+    stored_blobs: tuple[uuid.UUID, ...] = ()  # the outputs this call promoted into the store
 
 
 class NotARecording(IngestError):
@@ -196,6 +197,7 @@ def ingest_session(
         new_blob_refs=sum(len(refs) for refs in refs_by_item.values()),
         blobs=session.blob_count,
         missing_blobs=sum(1 for blob in blobs.values() if blob.missing),
+        stored_blobs=tuple(written),
     )
 
 

@@ -3,7 +3,7 @@
 An upload is read and checked whole before anything is kept: the log is parsed from a
 temporary file, and every blob file must be named `<uuid>.txt` or `<uuid>.json` and
 decode as its suffix says. Only then are the blobs stored, the log saved as
-`sessions/<id>.jsonl` and the session ingested, so a refused upload leaves no trace.
+`sessions/<id>.jsonl` and the session ingested, so a malformed upload leaves no trace.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import os
 import re
 import tempfile
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -26,10 +26,9 @@ from django.http.multipartparser import MultiPartParserError
 
 from blobviewer.blob_index import refresh_blob
 from blobviewer.data_dir import blob_store, sessions_dir
-from blobviewer.ingest import IngestError, ingest_session
+from blobviewer.ingest import IngestError, IngestResult, ingest_session
 from blobviewer.models import Blob, BlobRef, Session
 from core.blob_id import BlobId, parse_blob_id
-from core.blob_store import FsBlobStore
 from core.content import Content, Structured, Text, decode_text
 from core.json_values import JsonError, parse_json
 from core.session_log import SessionLog, SessionLogError, read_session_log
@@ -117,10 +116,12 @@ def received_upload(request: HttpRequest, *, max_bytes: int) -> Iterator[Upload]
 
 def save_upload(upload: Upload) -> UploadResult:
     """Store the blobs, save the log and ingest the session; the same upload twice adds
-    nothing. Raises UploadError when ingest refuses the session, after undoing it all."""
+    nothing. Raises UploadError when ingest refuses the session; the database is then as
+    it was."""
     store = blob_store()
     path = sessions_dir() / f"{upload.log.id}.jsonl"
     added: list[BlobId] = []
+    result: IngestResult | None = None
     try:
         with transaction.atomic():
             for blob_id, content in upload.blobs.items():
@@ -137,11 +138,15 @@ def save_upload(upload: Upload) -> UploadResult:
             for blob in Blob.objects.filter(id__in=added, missing=True):
                 refresh_blob(blob.id, store=store, row=blob)
             _save_log(upload.log_file, path, lines=upload.line_count)
-    except IngestError as error:
-        _take_back(store, added)
-        raise UploadError(_at_line(error.line, error.message)) from None
-    except Exception:
-        _take_back(store, added)
+    except BaseException as error:
+        # The blobs this upload sent stay in the store: a concurrent upload may already
+        # rely on one that this one happened to write first, and a blob no session
+        # references is harmless (it is listed under /blobs/). The blobs ingest promoted
+        # have fresh ids that nothing else can know, so they go.
+        for blob_id in result.stored_blobs if result else ():
+            store.discard_sync(blob_id)
+        if isinstance(error, IngestError):
+            raise UploadError(_at_line(error.line, error.message)) from None
         raise
     referenced = BlobRef.objects.filter(session_id=result.session_id).values("blob_id")
     return UploadResult(
@@ -293,11 +298,3 @@ def _line_count(path: Path) -> int:
             lines += chunk.count(b"\n")
             last = chunk[-1:]
     return lines + (last != b"\n")  # a last line without its newline counts too
-
-
-def _take_back(store: FsBlobStore, added: list[BlobId]) -> None:
-    """Remove the blobs this upload added: the database rolled back, so nothing refers to
-    them, and an upload that failed should leave the store as it found it."""
-    for blob_id in added:
-        with suppress(OSError):
-            store.discard_sync(blob_id)

@@ -16,7 +16,7 @@ from blobviewer.ingest import IngestError
 from blobviewer.models import ApiToken, Blob, Item, Session
 from core.blob_store import FsBlobStore
 from core.content import Structured, Text
-from web.records import SampleSession, header, record_sample_session, user_item
+from web.records import SampleSession, header, record_sample_session, tool_result_item, user_item
 
 pytestmark = pytest.mark.django_db
 
@@ -445,7 +445,7 @@ def test_too_many_files_for_one_upload_are_refused(client, secret, agent_run, da
     assert_nothing_written(data_dir)
 
 
-def test_a_session_ingest_refuses_leaves_no_blob_behind(
+def test_a_session_ingest_refuses_changes_nothing_in_the_database(
     client, secret, agent_run, data_dir, monkeypatch
 ):
     def refuse(*args, **kwargs):
@@ -459,4 +459,50 @@ def test_a_session_ingest_refuses_leaves_no_blob_behind(
 
     assert response.status_code == 400
     assert response.content == b"line 4: something ingest does not accept\n"
-    assert_nothing_written(data_dir)
+    assert not Session.objects.exists() and not Item.objects.exists()
+    assert list((data_dir / "sessions").iterdir()) == []
+    # The blobs it sent may stay: another upload may already rely on one of them.
+    sent = {p.name for p in (agent_run.path.parent.parent / "blobs").iterdir()}
+    assert {p.name for p in (data_dir / "blobs").iterdir()} <= sent
+
+
+def test_a_failed_upload_never_removes_a_blob_a_recorded_session_uses(
+    client, secret, agent_run, data_dir, monkeypatch
+):
+    # Whichever upload wrote a blob first, a failing one leaves uploaded blobs alone: a
+    # concurrent upload that found them stored may have recorded its session meanwhile.
+    blobs = agent_blobs(agent_run)
+    response = post_multipart(client, agent_run.path.read_bytes(), secret, blobs=blobs)
+    assert response.status_code == 201
+
+    def refuse(*args, **kwargs):
+        raise IngestError("server path", 2, "refused")
+
+    monkeypatch.setattr("blobviewer.session_upload.ingest_session", refuse)
+    again = post_multipart(
+        client, agent_run.path.read_bytes(), secret, blobs=agent_blobs(agent_run)
+    )
+
+    assert again.status_code == 400
+    store = FsBlobStore(data_dir / "blobs")
+    assert store.exists_sync(agent_run.text_blob) and store.exists_sync(agent_run.json_blob)
+
+
+def test_blobs_ingest_promoted_are_discarded_when_the_upload_fails_afterwards(
+    client, secret, data_dir, write_log, monkeypatch
+):
+    big = "".join(f"line {n} of an output the agent kept whole\n" for n in range(100))
+    log = write_log([header(), tool_result_item(1, big)], name="elsewhere.jsonl")
+    body = log.read_bytes()
+    log.unlink()
+
+    def broken_disk(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("blobviewer.session_upload._save_log", broken_disk)
+
+    with pytest.raises(OSError):
+        post_raw(client, body, secret)
+
+    assert list((data_dir / "blobs").iterdir()) == []
+    assert not Session.objects.exists()
