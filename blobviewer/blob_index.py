@@ -10,6 +10,7 @@ import uuid
 from collections.abc import Iterable
 from pathlib import Path
 
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from blobviewer.models import Blob
@@ -34,17 +35,24 @@ def index_new_blobs(*, store: FsBlobStore) -> int:
     """Index the blobs the store has and the index does not know yet (agents and the CLI
     write blobs that no ingested session references); returns how many were added.
 
-    Cheap when nothing changed: the files are counted against the rows before any ids
-    are compared.
+    The store is only listed when its directory changed since this process last looked
+    (a new or removed file changes the directory's modification time).
     """
-    on_disk = set(store.ids_sync())
-    if len(on_disk) == Blob.objects.filter(missing=False).count():
+    try:
+        stamp = (str(store.root), store.root.stat().st_mtime_ns)
+    except OSError:
+        return 0
+    if _last_listed.get(stamp[0]) == stamp[1]:
         return 0
     known = set(Blob.objects.values_list("id", flat=True))
-    new = on_disk - known
+    new = [blob_id for blob_id in store.ids_sync() if blob_id not in known]
     for blob_id in new:
         refresh_blob(blob_id, store=store)
+    _last_listed[stamp[0]] = stamp[1]
     return len(new)
+
+
+_last_listed: dict[str, int] = {}  # store directory -> its mtime when last listed
 
 
 def blob_for_view(blob_id: uuid.UUID, *, store: FsBlobStore) -> Blob | None:
@@ -87,7 +95,11 @@ def refresh_blob(blob_id: uuid.UUID, *, store: FsBlobStore, row: Blob | None = N
         row.size = None
     except (BlobStoreError, OSError) as error:
         row.error = str(error)[:500]
-    row.save()
+    try:
+        with transaction.atomic():
+            row.save()
+    except IntegrityError:  # another request indexed it at the same moment: same facts
+        row.save(force_update=True)
     return row
 
 

@@ -14,6 +14,8 @@ item keeps its summary. Only new items are promoted, so re-ingesting stores noth
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
@@ -22,6 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import orjson
 from django.db import DatabaseError, transaction
 from django.db.models import Count, F, Q, Sum
 from django.utils import timezone
@@ -126,8 +129,8 @@ def ingest_session(
 
     *header* has `id` (a UUID), `created_at` (ISO 8601), `title`, `model`, `meta`.
     Each record has `type` (user, assistant, tool_result), `seq`, `at`, and the item's
-    fields; an importer that promoted outputs may add `received_bytes`, the size of what
-    the tool originally produced.
+    fields (importers may add `role` and `sidechain`). Outputs kept whole are promoted
+    here, which also records how big they were (`received_bytes` in a record is ignored).
 
     Files are written and read (promotion, blob facts) before the transaction, so the
     database is not held locked meanwhile; if anything fails, the blobs this call stored
@@ -139,8 +142,13 @@ def ingest_session(
     written: list[uuid.UUID] = []
     try:
         new_records = [
-            _promoted(record, store=store, policy=policy, source_path=source_path, written=written)
-            for record in records
+            {
+                **_promoted(
+                    record, store=store, policy=policy, source_path=source_path, written=written
+                ),
+                "digest": _digest(record),
+            }
+            for record in map(_as_recorded, records)
             if record["seq"] not in known
         ]
         referenced = {
@@ -300,23 +308,33 @@ def _check_same_session(
             f"session {session_id} is already recorded from a {existing['source_format']} "
             f"recording ({existing['source_path']}); this is a {source_format} one",
         )
-    recorded = {
-        seq: (kind, call_id)
-        for seq, kind, call_id in Item.objects.filter(session_id=session_id).values_list(
-            "seq", "type", "call_id"
-        )
-    }
-    for record in records:
-        seen = recorded.get(record["seq"])
-        call_id = _storable(_text(record.get("call_id")))[:200]
-        if seen is not None and seen != (record.get("type"), call_id):
+    recorded = dict(Item.objects.filter(session_id=session_id).values_list("seq", "digest"))
+    for record in map(_as_recorded, records):
+        digest = recorded.get(record["seq"])
+        if digest and digest != _digest(record):
             raise IngestError(
                 source_path,
                 None,
                 f"seq {record['seq']} differs from session {session_id} as already recorded "
-                f"from {existing['source_path']}: is this another log with the same id?",
+                f"from {existing['source_path']}: is this another run with the same id?",
             )
     return set(recorded)
+
+
+def _as_recorded(record: Mapping[str, Any]) -> Mapping[str, Any]:
+    """*record* without the fields only ingest itself may set: a log cannot claim what
+    its tool outputs weighed before promotion."""
+    if "received_bytes" not in record:
+        return record
+    return {key: value for key, value in record.items() if key != "received_bytes"}
+
+
+def _digest(record: Mapping[str, Any]) -> str:
+    try:
+        canonical = orjson.dumps(record, option=orjson.OPT_SORT_KEYS)
+    except TypeError:  # lone surrogates or huge ints: the stdlib writes them escaped
+        canonical = json.dumps(record, sort_keys=True, ensure_ascii=True).encode()
+    return hashlib.sha256(canonical).hexdigest()
 
 
 def _created_at(header: Mapping[str, Any], session_id: uuid.UUID) -> datetime:
@@ -367,6 +385,7 @@ def _item(session: Session, record: Mapping[str, Any]) -> Item:
         output=_storable(output),
         is_error=record.get("is_error") is True,
         role=_storable(_text(record.get("role")))[:50],
+        digest=_text(record.get("digest")),
         sidechain=record.get("sidechain") is True,
         output_bytes=output_bytes,
         received_bytes=received,

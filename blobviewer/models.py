@@ -75,6 +75,9 @@ class Item(models.Model):
     role = models.CharField(max_length=50, blank=True)
     # Made by a sub-agent (Claude Code's sidechains), not the main conversation.
     sidechain = models.BooleanField(default=False)
+    # SHA-256 of the item as the recording had it (before promotion): a later ingest of
+    # the same seq must bring the same item, or it is another recording with this id.
+    digest = models.CharField(max_length=64, blank=True)
     # Tool results only: UTF-8 bytes of the output in the history, and bytes the tool
     # produced (the blob's size when the output was promoted).
     output_bytes = models.BigIntegerField(default=0)

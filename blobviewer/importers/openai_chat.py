@@ -117,7 +117,7 @@ def load(path: Path, document: Any) -> Recording:
     return Recording(
         FORMAT,
         header(
-            stable_session_id(FORMAT, [instance, messages[:3]]),
+            stable_session_id(FORMAT, [instance, model, messages[:3]]),
             title=instance if isinstance(instance, str) else first_line(first_user) or path.stem,
             model=model,
             created_at=created,

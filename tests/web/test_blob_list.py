@@ -75,3 +75,17 @@ def test_blobs_that_no_session_references_are_listed_too(logged_in_client, sampl
     assert str(lone) in html
     assert Blob.objects.get(id=lone).kind == "text"
     assert Blob.objects.count() == 3
+
+
+def test_a_blob_stored_after_another_was_removed_is_still_listed(
+    logged_in_client, sample_session, store
+):
+    from core.content import Text
+
+    logged_in_client.get(reverse("blob_list"))
+    store.path_of(sample_session.text_blob).unlink()
+    newer = store.store_sync(Text("stored after the other one was removed\n"))
+
+    html = logged_in_client.get(reverse("blob_list")).content.decode()
+
+    assert str(newer) in html

@@ -178,3 +178,37 @@ def test_another_log_with_the_same_session_id_cannot_take_it_over(write_log) -> 
     session = Session.objects.get(id=session_id)
     assert session.title == "original"
     assert list(session.items.values_list("seq", flat=True)) == [1]
+
+
+def test_a_log_cannot_claim_how_big_its_outputs_were(write_log) -> None:
+    record = {**tool_result_item(1, "small"), "received_bytes": 10**15}
+    huge = {**tool_result_item(2, "also small", call_id="d"), "received_bytes": 2**70}
+    _, err, ok = ingest(write_log([header(), record, huge]))
+    assert ok, err
+    session = Session.objects.get()
+    assert session.output_bytes_received == len("small") + len("also small")
+
+
+def test_another_run_with_the_same_opening_is_refused_not_merged(tmp_path: Path) -> None:
+    opening = [
+        {"role": "system", "content": "sys"},
+        {"role": "user", "content": "fix it"},
+        {"role": "assistant", "content": "looking"},
+    ]
+    run_a = write_json(
+        tmp_path / "a.json",
+        [*opening, {"role": "user", "content": "A4"}, {"role": "user", "content": "A5"}],
+    )
+    run_b = write_json(
+        tmp_path / "b.json",
+        [*opening, {"role": "user", "content": "B4"}, {"role": "user", "content": "B5"}],
+    )
+    ingest(run_a)
+
+    _, err, ok = ingest(run_b)
+
+    assert not ok
+    assert "seq 4 differs from session" in err
+    session = Session.objects.get()
+    assert list(session.items.order_by("seq").values_list("text", flat=True))[3:] == ["A4", "A5"]
+    assert session.source_path == str(run_a)
