@@ -88,7 +88,7 @@ def _demo(args: argparse.Namespace) -> str:
     from core.demo import demo_main  # imported late: the demo pulls in the Worker and tools
 
     data_dir = args.data or Path(os.environ.get("BLOBVIEWER_DATA", "data"))
-    return demo_main(data_dir)
+    return demo_main(data_dir).rstrip("\n") + "\n"  # a report, not a tool output
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], str]] = {
