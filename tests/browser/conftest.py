@@ -101,15 +101,6 @@ def new_page(browser: Any) -> Iterator[Any]:
 
 
 @pytest.fixture
-def data_dir(tmp_path: Path, settings: Any) -> Path:
-    root = tmp_path / "data"
-    (root / "blobs").mkdir(parents=True)
-    (root / "sessions").mkdir()
-    settings.BLOBVIEWER_DATA = root
-    return root
-
-
-@pytest.fixture
 def sample_session(data_dir: Path, transactional_db: None) -> SampleSession:
     sample = record_sample_session(blob_store(), data_dir / "sessions")
     ingest_file(sample.path, store=blob_store())

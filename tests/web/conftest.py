@@ -21,16 +21,6 @@ from web.records import SampleSession, record_sample_session
 
 
 @pytest.fixture
-def data_dir(tmp_path: Path, settings: Any) -> Path:
-    """An empty data directory (blobs/, sessions/) that the site reads from."""
-    root = tmp_path / "data"
-    (root / "blobs").mkdir(parents=True)
-    (root / "sessions").mkdir()
-    settings.BLOBVIEWER_DATA = root
-    return root
-
-
-@pytest.fixture
 def store(data_dir: Path) -> FsBlobStore:
     return blob_store()
 
