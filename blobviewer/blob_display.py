@@ -20,8 +20,9 @@ from dataclasses import dataclass
 from django.http import QueryDict
 from django.utils.html import escape
 
+from blobviewer.data_dir import renderings
 from blobviewer.models import Blob
-from core.blob_store import BlobCorrupt, FsBlobStore
+from core.blob_store import BlobCorrupt, BlobNotFound, FsBlobStore
 from core.content import cut_utf8, decode_text, encode_text, utf8_size
 from core.json_values import dumps_indented
 from core.line_index import LineIndex
@@ -81,6 +82,10 @@ def blob_page(blob: Blob, selector: Selector, *, store: FsBlobStore, start: int 
         and all(isinstance(s, Lines) for s in selector.steps)
     ):
         return _indexed_lines_page(blob, selector, store=store)
+    if blob.kind.startswith("json_") and blob.line_index and not selector.steps:
+        page = _rendered_json_page(blob, start=start)
+        if page is not None:
+            return page
     view = evaluate(selector, store.load_sync(blob.id))
     if isinstance(view, ValueView) and isinstance(view.value, str) and view.start is None:
         # A string reached by key: reads as text, with its own line numbers.
@@ -188,15 +193,39 @@ def _json_page(view: ValueView, *, start: int) -> Page:
     total = text.count("\n") + 1
     first = min(max(start, 1), total)
     rows = [Row(None, row.text, row.cut) for row in _fit(_sized(_json_lines(text, first)))]
-    last = first + len(rows) - 1
-    caption = f"JSON lines {first:,}-{last:,} of {total:,}"
+    caption = ""
     if view.start is not None:
         stop = view.start + len(view.value)
-        caption = f"entries {view.start}..{stop} of {view.total:,} — {caption}"
+        caption = f"entries {view.start}..{stop} of {view.total:,} — "
+    return _paged_json(rows, first, total, caption)
+
+
+def _rendered_json_page(blob: Blob, *, start: int) -> Page | None:
+    """The page of a big JSON blob read from its indented rendering (see blob_index);
+    None when the rendering is gone, and the blob itself is read instead."""
+    index = LineIndex.from_json(blob.line_index)
+    try:
+        path = renderings().path_of(blob.id)
+    except BlobNotFound:
+        return None
+    if not index.matches(path):
+        return None
+    total = index.line_count
+    first = min(max(start, 1), total)
+    lines = index.read_lines(path, first, first + LINES_PER_PAGE - 1, max_line_bytes=LINE_BYTES)
+    rows = [
+        Row(None, row.text, row.cut)
+        for row in _fit((line.number, line.text, line.size) for line in lines)
+    ]
+    return _paged_json(rows, first, total)
+
+
+def _paged_json(rows: list[Row], first: int, total: int, caption: str = "") -> Page:
+    last = first + len(rows) - 1
     return Page(
         "json",
         rows,
-        caption,
+        f"{caption}JSON lines {first:,}-{last:,} of {total:,}",
         next_start=last + 1 if last < total else None,
         prev_start=max(1, first - LINES_PER_PAGE) if first > 1 else None,
     )

@@ -13,10 +13,12 @@ from pathlib import Path
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from blobviewer.data_dir import renderings
 from blobviewer.models import Blob
 from core.blob_id import blob_created_at
 from core.blob_store import BlobNotFound, BlobStoreError, FsBlobStore
-from core.content import content_kind
+from core.content import Text, content_kind
+from core.json_values import dumps_indented
 from core.line_index import LineIndex
 
 
@@ -90,6 +92,8 @@ def refresh_blob(blob_id: uuid.UUID, *, store: FsBlobStore, row: Blob | None = N
             row.kind = content_kind(content)
             value = content.value
             row.count = len(value) if isinstance(value, list | dict) else None
+            if row.size >= RENDER_JSON_FROM_BYTES:
+                _index_rendering(row, value)
     except (BlobNotFound, FileNotFoundError):
         row.missing = True
         row.size = None
@@ -101,6 +105,17 @@ def refresh_blob(blob_id: uuid.UUID, *, store: FsBlobStore, row: Blob | None = N
     except IntegrityError:  # another request indexed it at the same moment: same facts
         row.save(force_update=True)
     return row
+
+
+# A JSON blob this big gets its indented rendering written once, with a line index, so
+# its pages need not parse the whole blob on every request.
+RENDER_JSON_FROM_BYTES = 1 << 20
+
+
+def _index_rendering(row: Blob, value: object) -> None:
+    rendered = renderings()
+    rendered.put_sync(row.id, Text(dumps_indented(value)))  # False: already rendered
+    row.line_index = LineIndex.build(rendered.path_of(row.id)).to_json()
 
 
 def _index_text(row: Blob, path: Path) -> None:

@@ -25,3 +25,9 @@ def blob_store() -> FsBlobStore:
 def sessions_dir() -> Path:
     """Where session logs are recorded: `<data>/sessions`."""
     return data_dir() / "sessions"
+
+
+def renderings() -> FsBlobStore:
+    """`<data>/derived`: each big JSON blob indented, as the blob page shows it, so that
+    a page reads only its own lines (blobs are immutable, so is this; safe to delete)."""
+    return FsBlobStore(data_dir() / "derived")
