@@ -47,6 +47,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--mb", type=int, default=100)
     parser.add_argument("--items", type=int, default=10_000)
+    parser.add_argument("--json-mb", type=int, default=20)
     args = parser.parse_args()
 
     data = Path(tempfile.mkdtemp(prefix="site-bench-"))
@@ -63,7 +64,7 @@ def main() -> int:
 
     from blobviewer.data_dir import blob_store, sessions_dir
     from blobviewer.ingest import ingest_file
-    from core.content import Text
+    from core.content import Structured, Text
     from core.history import AssistantMessage, ToolCall, ToolResult, UserMessage
     from core.promotion import admit_sync, promote
     from core.session_log import SessionLogWriter
@@ -78,6 +79,13 @@ def main() -> int:
     blob_id = store.store_sync(Text(text))
     del text
     blob_path = store.path_of(blob_id)
+    entries = args.json_mb * 1024 * 1024 // 100
+    rows_value = [
+        {"id": n, "name": f"item {n:08d}", "tags": ["alpha", "beta"]} for n in range(entries)
+    ]
+    json_id = store.store_sync(Structured(rows_value))
+    del rows_value
+    json_path = store.path_of(json_id)
 
     with SessionLogWriter(sessions_dir(), title="bench") as log:
         log.append(UserMessage("go"))
@@ -106,6 +114,9 @@ def main() -> int:
         return fetch
 
     read_time, _ = best_of(5, blob_path.read_bytes)
+    import orjson
+
+    parse_time, _ = best_of(3, lambda: orjson.loads(json_path.read_bytes()))
     anonymous = Client()
     login_time, _ = best_of(5, lambda: anonymous.get("/accounts/login/").content)
     from blobviewer.views import ITEMS_PER_PAGE
@@ -118,6 +129,12 @@ def main() -> int:
             f"/blobs/{blob_id}/?selector=lines:{count - 300}-{count}",
             read_time,
             "one read of the file",
+        ),
+        (
+            f"JSON blob page ({json_path.stat().st_size / 1e6:.0f} MB)",
+            f"/blobs/{json_id}/?start=100000",
+            parse_time,
+            "one read + parse",
         ),
         ("session page 1", f"/sessions/{result.session_id}/", login_time, "the login page"),
         (
