@@ -33,6 +33,7 @@ from core.selectors import (
     Selector,
     ValueView,
     apply_step,
+    apply_steps,
     evaluate,
 )
 
@@ -105,10 +106,7 @@ def blob_page(blob: Blob, selector: Selector, *, store: FsBlobStore, start: int 
 def _indexed_lines_page(blob: Blob, selector: Selector, *, store: FsBlobStore) -> Page:
     total = blob.count or 0
     # The same steps on a text-less view give core's numbers and errors without the text.
-    view = LinesView("", 1, total, total)
-    for index, step in enumerate(selector.steps):
-        reached = "this blob" if index == 0 else str(Selector(selector.steps[:index]))
-        view = apply_step(step, view, reached=reached)
+    view = apply_steps(selector, LinesView("", 1, total, total))
     if not total:
         return Page("lines", [], "an empty text")
     end = min(view.last, view.first + LINES_PER_PAGE - 1)

@@ -367,7 +367,11 @@ def evaluate(selector: Selector | str | None, content: Content) -> View:
     """Apply every step of *selector* to *content*; raises SelectorError."""
     if not isinstance(selector, Selector):
         selector = parse_selector(selector)
-    view = content_view(content)
+    return apply_steps(selector, content_view(content))
+
+
+def apply_steps(selector: Selector, view: View) -> View:
+    """Apply every step of *selector* to *view*, naming in errors what each step reached."""
     for index, step in enumerate(selector.steps):
         reached = "this blob" if index == 0 else str(Selector(selector.steps[:index]))
         view = apply_step(step, view, reached=reached)
