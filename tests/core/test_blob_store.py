@@ -22,6 +22,7 @@ import pytest
 import uuid6
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from strategies import json_values
 
 from core.blob_errors import BlobCorrupt, BlobIOError, BlobNotFound, BlobStoreError, InvalidBlobId
 from core.blob_id import blob_created_at
@@ -152,18 +153,6 @@ def test_other_content_types_are_refused(store: FsBlobStore) -> None:
 texts = st.text(alphabet=st.characters(codec=None)) | st.lists(
     st.sampled_from(["\x00", "\r\n", "\n", "\r", "\ud800", "é", "\U0001f600", "x"])
 ).map("".join)
-json_values = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers(min_value=-(2**200), max_value=2**200)
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(alphabet=st.characters(codec=None)),
-    lambda children: (
-        st.lists(children, max_size=5)
-        | st.dictionaries(st.text(alphabet=st.characters(codec=None)), children, max_size=5)
-    ),
-    max_leaves=20,
-)
 store_settings = settings(
     max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )

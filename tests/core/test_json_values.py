@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
+from strategies import json_values
 
 from core.json_values import (
     JsonError,
@@ -118,20 +118,6 @@ def test_a_python_value_that_is_not_json_has_no_type() -> None:
 def test_a_key_is_quoted_only_when_it_could_break_its_line(key: str, shown: str) -> None:
     assert display_key(key) == shown
     assert "\n" not in display_key(key)
-
-
-json_values = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers(min_value=-(2**300), max_value=2**300)
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(alphabet=st.characters(codec=None)),
-    lambda children: (
-        st.lists(children, max_size=5)
-        | st.dictionaries(st.text(alphabet=st.characters(codec=None)), children, max_size=5)
-    ),
-    max_leaves=30,
-)
 
 
 @settings(max_examples=300, deadline=None)

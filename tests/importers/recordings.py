@@ -35,3 +35,17 @@ def write_json(path: Path, value: object) -> Path:
 def write_jsonl(path: Path, entries: list[object]) -> Path:
     path.write_text("".join(json.dumps(e) + "\n" for e in entries), encoding="utf-8")
     return path
+
+
+CLAUDE_SESSION = "a7da6a22-facc-4fcd-8bab-f83c87862004"
+
+
+def claude_line(kind: str, content: object, **extra: object) -> dict:
+    """One line of a Claude Code session, as its JSONL holds it."""
+    return {
+        "type": kind,
+        "sessionId": CLAUDE_SESSION,
+        "timestamp": "2025-11-29T15:16:58.435Z",
+        "message": {"role": kind, "content": content},
+        **extra,
+    }

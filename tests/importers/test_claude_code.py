@@ -7,9 +7,7 @@ import pytest
 
 from blobviewer.importers import RecordingError, load_recording
 from blobviewer.importers.recording import text_of
-from importers.recordings import CLAUDE_CODE, write_jsonl
-
-SESSION = "a7da6a22-facc-4fcd-8bab-f83c87862004"
+from importers.recordings import CLAUDE_CODE, CLAUDE_SESSION, claude_line, write_jsonl
 
 
 def _tool_result_blocks(path: Path) -> list[dict]:
@@ -30,7 +28,7 @@ def test_the_fixture_keeps_every_tool_result_in_order_and_exactly(fixtures_dir: 
     for record, block in zip(results, blocks, strict=True):
         assert record["call_id"] == block["tool_use_id"]
         assert record["output"] == text_of(block["content"])
-    assert recording.header["id"] == SESSION
+    assert recording.header["id"] == CLAUDE_SESSION
     assert [r["seq"] for r in recording.records] == list(range(1, len(recording.records) + 1))
 
 
@@ -55,32 +53,22 @@ def test_results_name_the_tool_that_was_called(fixtures_dir: Path) -> None:
             assert record["tool"] == calls[record["call_id"]]
 
 
-def _line(kind: str, content: object, **extra: object) -> dict:
-    return {
-        "type": kind,
-        "sessionId": SESSION,
-        "timestamp": "2025-11-29T15:16:58.435Z",
-        "message": {"role": kind, "content": content},
-        **extra,
-    }
-
-
 def test_sidechains_list_content_and_errors(tmp_path: Path) -> None:
     path = write_jsonl(
         tmp_path / "s.jsonl",
         [
             {"type": "summary", "summary": "A title", "leafUuid": "x"},
-            _line("user", "please look"),
-            _line(
+            claude_line("user", "please look"),
+            claude_line(
                 "assistant",
                 [{"type": "tool_use", "id": "t1", "name": "Task", "input": {"prompt": "go"}}],
             ),
-            _line(
+            claude_line(
                 "assistant",
                 [{"type": "tool_use", "id": "t2", "name": "Bash", "input": {"command": "ls"}}],
                 isSidechain=True,
             ),
-            _line(
+            claude_line(
                 "user",
                 [
                     {
@@ -93,7 +81,7 @@ def test_sidechains_list_content_and_errors(tmp_path: Path) -> None:
                 isSidechain=True,
                 toolUseResult={"stdout": "a\nb", "stderr": ""},
             ),
-            _line("user", [{"type": "tool_result", "tool_use_id": "t1", "content": "done"}]),
+            claude_line("user", [{"type": "tool_result", "tool_use_id": "t1", "content": "done"}]),
         ],
     )
     recording = load_recording(path)
@@ -115,7 +103,7 @@ def test_sidechains_list_content_and_errors(tmp_path: Path) -> None:
 
 def test_a_damaged_line_is_reported_with_its_number(tmp_path: Path) -> None:
     path = tmp_path / "s.jsonl"
-    good = json.dumps(_line("user", "hi"))
+    good = json.dumps(claude_line("user", "hi"))
     path.write_text(f"{good}\n{{not json\n{good}\n")
     with pytest.raises(RecordingError) as error:
         load_recording(path)
@@ -125,6 +113,6 @@ def test_a_damaged_line_is_reported_with_its_number(tmp_path: Path) -> None:
 
 def test_a_torn_last_line_is_skipped(tmp_path: Path) -> None:
     path = tmp_path / "s.jsonl"
-    good = json.dumps(_line("user", "hi"))
+    good = json.dumps(claude_line("user", "hi"))
     path.write_text(f"{good}\n{good[:20]}")
     assert len(load_recording(path).records) == 1

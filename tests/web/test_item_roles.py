@@ -10,21 +10,9 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from blobviewer.models import Item, Session
-from importers.recordings import write_json, write_jsonl
+from importers.recordings import CLAUDE_SESSION, claude_line, write_json, write_jsonl
 
 pytestmark = pytest.mark.django_db
-
-CLAUDE_SESSION = "0b6f3c9e-2a47-4d8e-9c51-7e2f1a3b4c5d"
-
-
-def claude_line(kind: str, content: object, **extra: object) -> dict:
-    return {
-        "type": kind,
-        "sessionId": CLAUDE_SESSION,
-        "timestamp": "2025-11-29T15:16:58.435Z",
-        "message": {"role": kind, "content": content},
-        **extra,
-    }
 
 
 @pytest.fixture
