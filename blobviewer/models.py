@@ -36,6 +36,27 @@ class Session(models.Model):
     output_bytes_in_history = models.BigIntegerField(default=0)
     ingested_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # The user whose API token first recorded the session, or whom `ingest --owner` named;
+    # only the owner's token may add to it. None: nobody's (no token may add to it).
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="owned_sessions",
+    )
+    # The version of the importer that derived the items (0: recorded before versions
+    # existed); `ingest --rebuild` re-derives sessions whose version is older.
+    importer_version = models.PositiveIntegerField(default=0)
+    # From the recording itself (its first and last times); None: it recorded no times.
+    started_at = models.DateTimeField(null=True, blank=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+    duration = models.DurationField(null=True, blank=True)
+    # Tool calls paired with their results, and how many of those failed.
+    step_count = models.PositiveIntegerField(default=0)
+    error_count = models.PositiveIntegerField(default=0)
+    # How the run ended, where the recording says (e.g. "submitted", "end_turn").
+    status = models.CharField(max_length=100, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -82,6 +103,16 @@ class Item(models.Model):
     # produced (the blob's size when the output was promoted).
     output_bytes = models.BigIntegerField(default=0)
     received_bytes = models.BigIntegerField(default=0)
+    # Assistant turns, where the recording has them: tokens the turn read (its whole
+    # context, cached parts included) and wrote; None when not recorded.
+    input_tokens = models.BigIntegerField(null=True, blank=True)
+    output_tokens = models.BigIntegerField(null=True, blank=True)
+    context_tokens = models.BigIntegerField(null=True, blank=True)
+    # Tool results: from the call's turn to the result, where the recording has times.
+    duration = models.DurationField(null=True, blank=True)
+    # An importer's own note about the item (e.g. "persisted by Claude Code; full output
+    # recovered from …"), shown on the step; never part of the output text.
+    note = models.TextField(blank=True)
 
     class Meta:
         ordering = ["session", "seq"]
@@ -264,3 +295,32 @@ class ApiToken(models.Model):
         # An UPDATE of one column, so concurrent uploads never overwrite a revocation.
         self.last_used_at = timezone.now()
         ApiToken.objects.filter(pk=self.pk).update(last_used_at=self.last_used_at)
+
+
+class PrunedSession(models.Model):
+    """A tombstone: this session was deleted by `manage.py prune`. Ingest skips its
+    recording (unless forced) and uploads for it answer 410."""
+
+    id = models.UUIDField(primary_key=True)
+    title = models.CharField(max_length=500, blank=True)
+    pruned_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-pruned_at"]
+
+    def __str__(self) -> str:
+        return f"pruned session {self.id}"
+
+
+class PrunedBlob(models.Model):
+    """A tombstone: this blob was deleted by `manage.py prune`. Share links to it answer
+    410, and an upload that brings it again is refused for that blob."""
+
+    id = models.UUIDField(primary_key=True)
+    pruned_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-pruned_at"]
+
+    def __str__(self) -> str:
+        return f"pruned blob {self.id}"
