@@ -39,7 +39,8 @@ from blobviewer.importers import (
     read_bytes,
     sniff,
 )
-from blobviewer.models import Blob, BlobRef, Item, Session
+from blobviewer.models import Blob, BlobRef, Item, PrunedSession, Session
+from blobviewer.retention import session_pruned_message
 from core.blob_errors import BlobStoreError
 from core.blob_id import BLOB_REF, blob_created_at, find_blob_refs
 from core.blob_store import FsBlobStore
@@ -84,10 +85,20 @@ class NotARecording(IngestError):
     """The file is in no format blobviewer reads (a folder scan skips such files)."""
 
 
-def ingest_file(path: Path, *, store: FsBlobStore) -> IngestResult:
+class SessionPruned(IngestError):
+    """The session was deleted by `manage.py prune`; it is ingested again only when forced.
+    Reads `path: skipped: session <id> was pruned on DATE; use --force to ingest it again`."""
+
+    def __init__(self, path: str, tombstone: PrunedSession) -> None:
+        super().__init__(path, None, session_pruned_message(tombstone.id, tombstone.pruned_at))
+        self.tombstone = tombstone
+
+
+def ingest_file(path: Path, *, store: FsBlobStore, force: bool = False) -> IngestResult:
     """Ingest a session log or another agent's recording, recognised by its content.
 
-    A torn last line of a session log is skipped, to be read once it is complete.
+    A torn last line of a session log is skipped, to be read once it is complete. A pruned
+    session raises SessionPruned unless *force* (see ingest_session).
     """
     try:
         data = read_bytes(path)
@@ -105,12 +116,15 @@ def ingest_file(path: Path, *, store: FsBlobStore) -> IngestResult:
             source_path=str(path),
             store=store,
             source_format=recording.format,
+            force=force,
         )
     try:
         log = parse_session_log(data, path)
     except SessionLogError as error:
         raise IngestError(str(path), error.line or None, error.message) from None
-    result = ingest_session(log.header, log.records, source_path=str(path), store=store)
+    result = ingest_session(
+        log.header, log.records, source_path=str(path), store=store, force=force
+    )
     if log.torn_tail:
         result = IngestResult(**{**result.__dict__, "torn_tail": True})
     return result
@@ -124,6 +138,7 @@ def ingest_session(
     store: FsBlobStore,
     source_format: str = OUR_FORMAT,
     policy: Policy = DEFAULT_POLICY,
+    force: bool = False,
 ) -> IngestResult:
     """Upsert a session and add the records whose seq it does not have yet, atomically.
 
@@ -135,8 +150,13 @@ def ingest_session(
     Files are written and read (promotion, blob facts) before the transaction, so the
     database is not held locked meanwhile; if anything fails, the blobs this call stored
     are discarded again, so a failed ingest leaves nothing behind.
+
+    A session deleted by `manage.py prune` raises SessionPruned and nothing is written;
+    with *force* its tombstone goes (with the transaction) and it is ingested again.
     """
     session_id = _session_id(header, source_path)
+    if not force:
+        _check_not_pruned(session_id, source_path)
     _check_unique_seqs(records, source_path)
     known = _check_same_session(session_id, records, source_format, source_path)
     written: list[uuid.UUID] = []
@@ -170,6 +190,11 @@ def ingest_session(
                     "source_format": source_format,
                 },
             )
+            # Again under the session row's lock: a prune that committed meanwhile wins.
+            if force:
+                PrunedSession.objects.filter(id=session_id).delete()
+            else:
+                _check_not_pruned(session_id, source_path)
             items = Item.objects.bulk_create(
                 [_item(session, record) for record in new_records], batch_size=_BATCH
             )
@@ -275,6 +300,12 @@ def _session_id(header: Mapping[str, Any], source_path: str) -> uuid.UUID:
         return uuid.UUID(str(header.get("id", "")))
     except ValueError:
         raise IngestError(source_path, 1, "session id must be a UUID") from None
+
+
+def _check_not_pruned(session_id: uuid.UUID, source_path: str) -> None:
+    tombstone = PrunedSession.objects.filter(id=session_id).first()
+    if tombstone is not None:
+        raise SessionPruned(source_path, tombstone)
 
 
 def _check_unique_seqs(records: Sequence[Mapping[str, Any]], source_path: str) -> None:

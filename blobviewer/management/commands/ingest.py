@@ -10,7 +10,13 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from blobviewer.data_dir import blob_store
-from blobviewer.ingest import IngestError, NotARecording, ingest_file, recording_paths
+from blobviewer.ingest import (
+    IngestError,
+    NotARecording,
+    SessionPruned,
+    ingest_file,
+    recording_paths,
+)
 
 
 class Command(BaseCommand):
@@ -25,8 +31,13 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("paths", nargs="+", type=Path, metavar="PATH")
+        parser.add_argument(
+            "--force",
+            action="store_true",
+            help="ingest sessions that `prune` deleted again (they are skipped otherwise)",
+        )
 
-    def handle(self, *args: Any, paths: list[Path], **options: Any) -> None:
+    def handle(self, *args: Any, paths: list[Path], force: bool = False, **options: Any) -> None:
         missing = [path for path in paths if not path.exists()]
         for path in missing:
             self.stderr.write(f"{path}: no such file or directory")
@@ -36,9 +47,14 @@ class Command(BaseCommand):
         new_items = 0
         started = time.monotonic()
         skipped = 0
+        pruned = 0
         for number, (path, named) in enumerate(files, start=1):
             try:
-                result = ingest_file(path, store=store)
+                result = ingest_file(path, store=store, force=force)
+            except SessionPruned as error:  # deleted on purpose: not a failure
+                pruned += 1
+                self.stdout.write(f"[{number}/{len(files)}] {error}")
+                continue
             except NotARecording as error:
                 if named:
                     failed += 1
@@ -65,8 +81,11 @@ class Command(BaseCommand):
                 f"({result.total_items} in all), {result.blobs} blobs{missing_note}{note}"
             )
         skipped_note = f" ({skipped} skipped: not recordings)" if skipped else ""
+        if pruned:
+            skipped_note += f" ({pruned} skipped: pruned sessions)"
         self.stdout.write(
-            f"{len(files) - failed - skipped} of {len(files)} files ingested{skipped_note}, "
+            f"{len(files) - failed - skipped - pruned} of {len(files)} files ingested"
+            f"{skipped_note}, "
             f"{new_items} new items, in {time.monotonic() - started:.1f}s"
         )
         if failed or missing:
