@@ -31,8 +31,28 @@ FORMS = "lines:A-B, slice:A..B, key:name or grep:regex"
 GREP_SECONDS = 5.0
 
 
+# Lone surrogates: code points a Python str may hold (JSON's "\ud800", an undecodable byte
+# in a command-line argument) but UTF-8 cannot encode, so no page or database can show one.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def escape_surrogates(text: str) -> str:
+    """*text* with each lone surrogate written as its escape (`\\ud800`); inside a JSON
+    string that escape means the same code point, so a quoted name stays valid JSON."""
+    if not _SURROGATE.search(text):
+        return text
+    return _SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+
+
 class SelectorError(ValueError):
-    """A selector is malformed or does not fit the blob; the message is one line."""
+    """A selector is malformed or does not fit the blob; the message is one line.
+
+    The message never holds a lone surrogate (they are shown escaped), so every caller
+    can print it, send it as UTF-8 or put it in a page.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(escape_surrogates(message))
 
 
 # -- the parsed form ------------------------------------------------------------------------
@@ -104,10 +124,16 @@ class Selector:
 
 def _quote_if_needed(name: str) -> str:
     if not name or name != name.strip() or "|" in name or name.startswith('"'):
-        return json.dumps(name, ensure_ascii=False)
-    if any(ch < " " for ch in name):
-        return json.dumps(name, ensure_ascii=False)
+        return _quoted(name)
+    if any(ch < " " for ch in name) or _SURROGATE.search(name):
+        return _quoted(name)
     return name
+
+
+def _quoted(name: str) -> str:
+    # json.dumps keeps a lone surrogate as it is; its escape keeps the canonical form
+    # encodable (a share link stores it) and parses back to the same name.
+    return escape_surrogates(json.dumps(name, ensure_ascii=False))
 
 
 # -- parsing --------------------------------------------------------------------------------
@@ -127,6 +153,14 @@ def parse_selector(text: str | None) -> Selector:
         raise SelectorError(f"a selector must be a string, got {type(text).__name__}")
     if text is None or not text.strip():
         return Selector()
+    if surrogate := _SURROGATE.search(text):
+        # Not text at all: no page, database or UTF-8 stream could carry it. A name that
+        # really holds one is written with JSON's escape, which is plain text.
+        shown = escape_surrogates(surrogate.group())
+        raise SelectorError(
+            f"the selector holds a lone surrogate ({shown} at column {surrogate.start() + 1}),"
+            f' which is not text; to name one, quote it as JSON: key:"{shown}"'
+        )
     steps: list[Step] = []
     position = 0
     while True:

@@ -498,3 +498,35 @@ def test_grep_matches_exactly_what_pythons_re_matches(pattern: str, line: str) -
     selector = parse_selector(f"grep:{json.dumps(pattern)}")
     view = evaluate(selector, Text(line + "\n"))
     assert bool(view.matches) == expected
+
+
+# -- lone surrogates: JSON's escape names one, a raw one is not text ------------------------
+
+
+@pytest.mark.parametrize(
+    "selector", ["key:\ud800", 'key:"\ud800"', "grep:a\udcff", "lines:1\udfff"]
+)
+def test_it_refuses_a_raw_lone_surrogate_and_shows_it_escaped(selector: str) -> None:
+    message = error_of(selector)
+    assert "lone surrogate" in message
+    assert message.encode("utf-8")  # no surrogate left in the message itself
+    assert re.search(r"\\ud[89a-f][0-9a-f]{2} at column \d+", message)
+
+
+def test_a_json_escape_in_a_quoted_key_names_a_key_that_holds_a_lone_surrogate() -> None:
+    content = Structured({"\ud800": "found", "b": 1})
+    assert evaluate('key:"\\ud800"', content) == ValueView("found")
+
+
+def test_the_canonical_form_writes_lone_surrogates_as_json_escapes() -> None:
+    for selector in (Selector((Key("a\ud800"),)), parse_selector('grep:"x\\udc00"')):
+        canonical = str(selector)
+        assert canonical.isascii()
+        assert parse_selector(canonical) == selector
+
+
+def test_an_error_about_a_key_with_a_lone_surrogate_can_be_encoded() -> None:
+    message = error_of('key:"\\udc00"', Structured({"\ud800": 1}))
+    assert message == 'key:"\\udc00": no such key; the keys are: \\ud800'
+    message = error_of("lines:1", Structured({"\ud800": 1}))
+    assert message.endswith('try key:"\\ud800"')
