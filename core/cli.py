@@ -4,7 +4,9 @@
     python -m core inspect [--dir DIR] BLOB_ID [SELECTOR]
 
 Both print exactly what the model would read (on a terminal, followed by a newline when
-the text does not end with one). Errors go to stderr, one line, exit status 2.
+the text does not end with one). Errors go to stderr, one line, exit status 2; so does a
+failed write of the output (a full disk). A reader that stops early (`| head`) ends the
+command quietly, with status 141 as SIGPIPE would.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from core.inspect_tool import InspectError, inspect_blob
 from core.promotion import admit_sync, promote
 
 EXIT_ERROR = 2
+EXIT_BROKEN_PIPE = 128 + 13  # as if SIGPIPE had ended the process, like `cat` in a pipe
 
 
 class CliError(Exception):
@@ -103,11 +106,40 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         text = COMMANDS[args.command](args)
     except (CliError, InspectError, BlobStoreError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return EXIT_ERROR
+        return _fail(str(error))
+    try:
+        _write(text)
+    except BrokenPipeError:
+        # The reader has gone (`| head`): it took what it wanted, so stop quietly, with
+        # the status a shell gives a program that SIGPIPE ended.
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
+    except OSError as error:  # e.g. a full disk, or > /dev/full
+        _silence_stdout()
+        return _fail(f"cannot write the output: {error.strerror or error}")
+    return 0
+
+
+def _write(text: str) -> None:
     out = sys.stdout.buffer
     out.write(encode_text(text))
     if not text.endswith("\n") and sys.stdout.isatty():
         out.write(b"\n")  # for the prompt's sake; a pipe gets the text exactly
     out.flush()
-    return 0
+
+
+def _fail(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return EXIT_ERROR
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, as Python's documentation advises for SIGPIPE: what is
+    still buffered would fail again when the interpreter flushes it at exit, printing a
+    traceback-like warning and changing the exit status to 120."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # no real stdout (a test's capture): nothing to flush
+        pass

@@ -212,3 +212,63 @@ def test_usage_errors_exit_with_status_2(tmp_path: Path) -> None:
         assert result.returncode == 2
         assert b"Traceback" not in result.stderr
         assert b"usage:" in result.stderr
+
+
+# -- writing the output ---------------------------------------------------------------------
+
+
+def run_into(stdout: int, *args: str, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
+    """`python -m core ARGS` with its output going to the file descriptor *stdout*."""
+    return subprocess.run(
+        [sys.executable, "-m", "core", *args],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        input=stdin,
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        timeout=60,
+    )
+
+
+def closed_pipe() -> int:
+    """The write end of a pipe whose reader has already gone, as after `| head`."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    return write_end
+
+
+@pytest.mark.parametrize("command", ["inspect", "store"])
+def test_a_full_disk_is_a_one_line_error_with_status_2(
+    blobs: tuple[FsBlobStore, dict[str, uuid.UUID]], command: str
+) -> None:
+    store, ids = blobs
+    args = [command, "--dir", str(store.root)]
+    args += [str(ids["text"])] if command == "inspect" else []
+    with open("/dev/full", "wb") as full:
+        result = run_into(full.fileno(), *args, stdin=b"line\n" * 1000)
+    assert result.returncode == 2
+    assert result.stderr == b"error: cannot write the output: No space left on device\n"
+
+
+@pytest.mark.parametrize("command", ["inspect", "store"])
+def test_a_reader_that_has_gone_ends_the_command_quietly(
+    blobs: tuple[FsBlobStore, dict[str, uuid.UUID]], command: str
+) -> None:
+    store, ids = blobs
+    args = [command, "--dir", str(store.root)]
+    args += [str(ids["text"])] if command == "inspect" else []
+    write_end = closed_pipe()
+    try:
+        result = run_into(write_end, *args, stdin=b"line\n" * 1000)
+    finally:
+        os.close(write_end)
+    assert result.returncode == 141  # as SIGPIPE would end it, like `cat`
+    assert result.stderr == b""
+
+
+def test_store_keeps_the_blob_when_only_printing_its_summary_fails(tmp_path: Path) -> None:
+    with open("/dev/full", "wb") as full:
+        result = run_into(full.fileno(), "store", "--dir", str(tmp_path), stdin=b"x" * 900)
+    assert result.returncode == 2
+    [saved] = tmp_path.glob("*.txt")
+    assert saved.read_bytes() == b"x" * 900
