@@ -9,6 +9,7 @@ deployment sets DEBUG=false, SECRET_KEY, ALLOWED_HOSTS and usually DATABASE_URL;
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -73,6 +74,8 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django_htmx",
     "template_partials",
+    # Failed logins, kept in the database so every server process sees them (issue 8).
+    "axes",
 ]
 
 MIDDLEWARE = [
@@ -88,6 +91,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, as axes requires: it turns a locked-out login into the 429 page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "blobviewer.urls"
@@ -126,6 +131,11 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+# Axes first: it refuses a locked-out username+address before any password is checked.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
 ]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "session_list"
@@ -169,6 +179,28 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 SESSION_COOKIE_HTTPONLY = True
 X_FRAME_OPTIONS = "DENY"
+
+# --- login throttling (django-axes) ----------------------------------------------------
+# Both login forms (/accounts/login/, /admin/login/) lock a username *from one address*
+# after BLOBVIEWER_LOGIN_FAILURE_LIMIT failed tries, for BLOBVIEWER_LOGIN_COOLOFF_MINUTES
+# after the last one, answering 429 with a page (blobviewer/login_lockout.py). Another
+# address or another username is not locked, so a guesser cannot lock a teammate out of
+# the site. `manage.py axes_reset` unlocks everyone at once.
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_FAILURE_LIMIT = _env_int("BLOBVIEWER_LOGIN_FAILURE_LIMIT", 5)
+_login_cooloff_minutes = _env_int("BLOBVIEWER_LOGIN_COOLOFF_MINUTES", 15)
+if AXES_FAILURE_LIMIT < 1 or _login_cooloff_minutes < 1:
+    # 0 would mean "lock at once" or "never lock"; neither is a throttle.
+    raise ImproperlyConfigured(
+        "BLOBVIEWER_LOGIN_FAILURE_LIMIT and BLOBVIEWER_LOGIN_COOLOFF_MINUTES must be at least 1"
+    )
+AXES_COOLOFF_TIME = timedelta(minutes=_login_cooloff_minutes)
+AXES_RESET_ON_SUCCESS = True  # a typo or two before a good login is forgotten
+AXES_LOCKOUT_CALLABLE = "blobviewer.login_lockout.lockout_response"
+# The client's address: REMOTE_ADDR, unless BLOBVIEWER_PROXY_COUNT says how many proxies
+# in front of the site append to X-Forwarded-For (see blobviewer/client_address.py).
+AXES_CLIENT_IP_CALLABLE = "blobviewer.client_address.client_address"
+BLOBVIEWER_PROXY_COUNT = _env_int("BLOBVIEWER_PROXY_COUNT", 0)
 
 # Blob and session content is untrusted, so no page may run inline script.
 CONTENT_SECURITY_POLICY = (
