@@ -324,3 +324,61 @@ class PrunedBlob(models.Model):
 
     def __str__(self) -> str:
         return f"pruned blob {self.id}"
+
+
+class SearchChunk(models.Model):
+    """A piece of text that search reads (blobviewer.search): a session's title, an item's
+    text, tool calls or output, or up to 64 K characters of a blob's text. `folded` is the
+    text's Unicode case folding (`str.casefold()`); SQLite finds substrings of it through an
+    FTS5 trigram index kept in step by triggers, PostgreSQL through a pg_trgm GIN index
+    (both made by migration 0006). Chunks of one text overlap, so a match that crosses a
+    chunk's edge is still inside one chunk."""
+
+    class Source(models.TextChoices):
+        TITLE = "title"
+        TEXT = "text"
+        CALLS = "calls"
+        OUTPUT = "output"
+        BLOB = "blob"
+
+    # Titles and items name their session; a blob's chunks name only the blob, which
+    # reaches its sessions through BlobRef (one blob may belong to many sessions).
+    session = models.ForeignKey(
+        Session, null=True, on_delete=models.CASCADE, related_name="search_chunks"
+    )
+    item = models.ForeignKey(
+        Item, null=True, on_delete=models.CASCADE, related_name="search_chunks"
+    )
+    blob = models.ForeignKey(
+        Blob, null=True, on_delete=models.CASCADE, related_name="search_chunks"
+    )
+    source = models.CharField(max_length=10, choices=Source.choices)
+    start = models.BigIntegerField(default=0)  # where it starts in the text, in characters
+    line = models.BigIntegerField(default=1)  # the line its first character is on
+    text = models.TextField()
+    folded = models.TextField()
+
+    class Meta:
+        indexes = [models.Index(fields=["source"], name="searchchunk_source")]
+
+    def __str__(self) -> str:
+        return f"{self.source} chunk at {self.start}"
+
+
+class SearchedBlob(models.Model):
+    """How much of a blob's text search sees: its chunks cover the first `indexed_bytes`
+    (UTF-8) of `total_bytes`; a blob without this row has not been indexed for search."""
+
+    blob = models.OneToOneField(
+        Blob, primary_key=True, on_delete=models.CASCADE, related_name="search_index"
+    )
+    indexed_bytes = models.BigIntegerField()
+    total_bytes = models.BigIntegerField()
+    indexed_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"search index of {self.blob_id}"
+
+    @property
+    def complete(self) -> bool:
+        return self.indexed_bytes >= self.total_bytes

@@ -1,0 +1,455 @@
+"""Search inside recorded sessions and the blobs they reference.
+
+Search is substring search, case-insensitive by one rule on every database: Unicode case
+folding (Python's `str.casefold()`), applied to the text when it is indexed and to the
+query. A query of MIN_QUERY_CHARS characters or more looks in sessions' titles, their
+items (text, tool calls, tool output) and the text of their blobs; a shorter one only in
+titles, since a trigram index cannot look it up.
+
+Requests read only the index (SearchChunk rows), never a blob file: the index is written
+when a session is ingested and when a blob it references arrives later (`index_session`,
+`index_blob`). SQLite looks the folded query up in an FTS5 trigram index, PostgreSQL in a
+pg_trgm GIN index; both then demand the whole folded query as a substring of the folded
+chunk, so both databases give the same hits.
+
+Long texts are cut into chunks of CHUNK_CHARS characters that overlap by OVERLAP_CHARS,
+more than any folded query can span, so a match across a chunk's edge is inside the next
+chunk whole. A blob is indexed up to settings.BLOBVIEWER_SEARCH_BLOB_BYTES of its text
+(its indented rendering for JSON); its SearchedBlob row says how much, and its page says
+so when that is not all of it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import Q, QuerySet
+from django.db.models.expressions import RawSQL
+
+from blobviewer.models import Blob, BlobRef, Item, SearchChunk, SearchedBlob, Session
+from core.blob_store import BlobStoreError, FsBlobStore
+from core.content import cut_utf8, decode_text, encode_text, utf8_size
+from core.json_values import dumps_indented
+
+MIN_QUERY_CHARS = 3
+MAX_QUERY_CHARS = 200
+CHUNK_CHARS = 64 * 1024
+# A folded query is at most 3 characters per character typed (e.g. "ΐ" folds to three);
+# a chunk reaches this far into the next one so any match lies wholly inside one chunk.
+OVERLAP_CHARS = 4 * MAX_QUERY_CHARS
+DEFAULT_BLOB_BYTES = 4 * 1024 * 1024
+
+SNIPPET_CHARS = 60  # shown on each side of a match
+FTS_TABLE = "blobviewer_searchchunk_fts"
+
+# PostgreSQL refuses NUL in text, and neither database encodes lone surrogates; the index
+# keeps the stand-ins that ingest uses for item text (blobviewer.ingest._storable).
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+_WHITESPACE = re.compile(r"\s+")
+_BATCH = 200
+
+Source = SearchChunk.Source
+# The order in which one item's places are shown: as the item reads, then its blobs.
+_SOURCE_ORDER = {Source.TITLE: 0, Source.TEXT: 1, Source.CALLS: 2, Source.OUTPUT: 3, Source.BLOB: 4}
+
+
+def blob_bytes_limit() -> int:
+    """How many bytes of a blob's text search indexes (BLOBVIEWER_SEARCH_BLOB_BYTES)."""
+    return int(getattr(settings, "BLOBVIEWER_SEARCH_BLOB_BYTES", DEFAULT_BLOB_BYTES))
+
+
+def storable(text: str) -> str:
+    """*text* as the databases can hold it: NUL as U+2400, lone surrogates as U+FFFD."""
+    if not _UNSTORABLE.search(text):
+        return text
+    return _UNSTORABLE.sub(lambda m: "\u2400" if m.group() == "\x00" else "\ufffd", text)
+
+
+def fold(text: str) -> str:
+    """The one case rule of search, for indexed text and queries alike."""
+    return storable(text).casefold()
+
+
+# --- indexing ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    start: int  # in characters, within the whole text
+    line: int  # the line of its first character (1-based)
+    text: str
+
+
+def text_chunks(text: str) -> Iterator[Chunk]:
+    """*text* in overlapping chunks; nothing for an empty text."""
+    start, line = 0, 1
+    while start < len(text):
+        end = start + CHUNK_CHARS + OVERLAP_CHARS
+        yield Chunk(start, line, text[start:end])
+        if end >= len(text):
+            return
+        line += text.count("\n", start, start + CHUNK_CHARS)
+        start += CHUNK_CHARS
+
+
+def _rows(text: str, **fields: Any) -> Iterator[SearchChunk]:
+    for chunk in text_chunks(storable(text)):
+        yield SearchChunk(
+            start=chunk.start,
+            line=chunk.line,
+            text=chunk.text,
+            folded=chunk.text.casefold(),
+            **fields,
+        )
+
+
+def calls_text(tool_calls: Any) -> str:
+    """What search reads of an assistant item's tool calls: per call, its name and then one
+    line per argument (`name: value`; a value that is not a string as compact JSON)."""
+    if not isinstance(tool_calls, list):
+        return ""
+    lines: list[str] = []
+    for call in tool_calls:
+        if not isinstance(call, dict):
+            continue
+        lines.append(str(call.get("name") or ""))
+        arguments = call.get("arguments")
+        if isinstance(arguments, dict):
+            for name, value in arguments.items():
+                shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+                lines.append(f"{name}: {shown}")
+        elif arguments not in (None, ""):
+            lines.append(str(arguments) if isinstance(arguments, str) else json.dumps(arguments))
+    return "\n".join(lines)
+
+
+def _item_rows(item: Item) -> Iterator[SearchChunk]:
+    fields = {"session_id": item.session_id, "item_id": item.pk}
+    yield from _rows(item.text, source=Source.TEXT, **fields)
+    yield from _rows(calls_text(item.tool_calls), source=Source.CALLS, **fields)
+    yield from _rows(item.output, source=Source.OUTPUT, **fields)
+
+
+def index_items(items: Iterable[Item]) -> int:
+    """(Re)index the text, tool calls and output of *items*; returns the chunks written."""
+    items = list(items)
+    if not items:
+        return 0
+    with transaction.atomic():
+        SearchChunk.objects.filter(item__in=[item.pk for item in items]).delete()
+        rows = [row for item in items for row in _item_rows(item)]
+        SearchChunk.objects.bulk_create(rows, batch_size=_BATCH)
+    return len(rows)
+
+
+def index_title(session: Session) -> None:
+    """Keep the session's title chunk equal to its title (writes only when it changed)."""
+    title = storable(session.title)
+    current = list(
+        SearchChunk.objects.filter(session_id=session.pk, source=Source.TITLE).values_list(
+            "text", flat=True
+        )
+    )
+    if current == ([title] if title else []):
+        return
+    with transaction.atomic():
+        SearchChunk.objects.filter(session_id=session.pk, source=Source.TITLE).delete()
+        if title:
+            SearchChunk.objects.create(
+                session_id=session.pk, source=Source.TITLE, text=title, folded=title.casefold()
+            )
+
+
+def index_session(session_id: uuid.UUID, *, store: FsBlobStore) -> None:
+    """Index what search does not know yet of a session: its title, items that have no
+    chunks, and the blobs it references that the store has and search has not read.
+
+    Cheap when nothing is new (a few queries), so ingest calls it after every run.
+    """
+    session = Session.objects.filter(pk=session_id).first()
+    if session is None:
+        return
+    index_title(session)
+    unindexed = (
+        Item.objects.filter(session_id=session_id)
+        .exclude(text="", output="", tool_calls=[])
+        .exclude(
+            pk__in=SearchChunk.objects.filter(session_id=session_id, item__isnull=False).values(
+                "item_id"
+            )
+        )
+        .only("pk", "session_id", "text", "tool_calls", "output")
+    )
+    for batch in _batches(unindexed.iterator(chunk_size=_BATCH), _BATCH):
+        index_items(batch)
+    referenced = BlobRef.objects.filter(session_id=session_id).values("blob_id")
+    index_pending_blobs(store=store, blob_ids=referenced)
+
+
+def reindex_session(session_id: uuid.UUID, *, store: FsBlobStore) -> None:
+    """Index a session afresh, e.g. after its items were re-derived in place."""
+    SearchChunk.objects.filter(session_id=session_id).delete()
+    index_session(session_id, store=store)
+
+
+def index_pending_blobs(*, store: FsBlobStore, blob_ids: Any = None) -> int:
+    """Index every blob (among *blob_ids*, a list or a values() query) that the store has
+    and search has not read yet; returns how many were indexed."""
+    blobs = Blob.objects.filter(missing=False, error="", search_index__isnull=True)
+    if blob_ids is not None:
+        blobs = blobs.filter(pk__in=blob_ids)
+    done = 0
+    for blob in blobs.only("pk", "kind", "missing", "error"):
+        done += index_blob(blob, store=store) is not None
+    return done
+
+
+def index_blob(blob: Blob, *, store: FsBlobStore) -> SearchedBlob | None:
+    """Read the blob's text (up to the limit) into the index; None when the store cannot
+    give it (missing or damaged: it is indexed once it can)."""
+    try:
+        text, total = blob_search_text(store, blob.pk, limit=blob_bytes_limit())
+    except (BlobStoreError, OSError, UnicodeDecodeError):
+        return None
+    with transaction.atomic():
+        SearchChunk.objects.filter(blob_id=blob.pk).delete()
+        SearchChunk.objects.bulk_create(
+            _rows(text, source=Source.BLOB, blob_id=blob.pk), batch_size=_BATCH
+        )
+        state, _ = SearchedBlob.objects.update_or_create(
+            blob_id=blob.pk,
+            defaults={"indexed_bytes": utf8_size(text), "total_bytes": total},
+        )
+    return state
+
+
+def blob_search_text(store: FsBlobStore, blob_id: uuid.UUID, *, limit: int) -> tuple[str, int]:
+    """The first *limit* UTF-8 bytes of what a blob's page shows (a text as it is, JSON
+    indented), cut on a character boundary, and the size of all of it."""
+    path = store.path_of(blob_id)
+    if path.suffix == ".txt":
+        total = path.stat().st_size
+        with path.open("rb") as file:
+            head = file.read(limit + 4)
+        return decode_text(cut_utf8(head, min(limit, total))), total
+    content = store.load_sync(blob_id)
+    rendered = encode_text(dumps_indented(content.value))
+    return decode_text(cut_utf8(rendered, limit)), len(rendered)
+
+
+def _batches(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    batch: list[Any] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+# --- querying ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SearchQuery:
+    text: str  # as typed, less surrounding whitespace
+    folded: str
+
+    @property
+    def full(self) -> bool:
+        """Whether it searches items and blobs too (else only titles)."""
+        return len(self.text) >= MIN_QUERY_CHARS
+
+
+def parse_query(text: str | None) -> SearchQuery | None:
+    """The query in *text*; None when it is blank. Longer ones are cut to MAX_QUERY_CHARS."""
+    text = (text or "").strip()[:MAX_QUERY_CHARS]
+    return SearchQuery(text, fold(text)) if text else None
+
+
+def matching_chunks(query: SearchQuery) -> QuerySet[SearchChunk]:
+    """Every chunk whose folded text contains the folded query (a full query only)."""
+    if connection.vendor == "sqlite":
+        # A quoted FTS5 string is one phrase of the query's trigrams, in order: exactly a
+        # substring match, since the tokenizer keeps case (the text is folded already).
+        phrase = '"' + query.folded.replace('"', '""') + '"'
+        found = RawSQL(f"SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH %s", [phrase])
+        return SearchChunk.objects.filter(pk__in=found)
+    # LIKE '%…%' on the folded text; pg_trgm's GIN index finds the candidates.
+    return SearchChunk.objects.filter(folded__contains=query.folded)
+
+
+def session_filter(query: SearchQuery) -> Q:
+    """The sessions the query finds: by title, by an item, or by a blob they reference."""
+    if not query.full:
+        # No index can look up fewer than three characters; titles are few enough to scan.
+        # LIKE is case-insensitive for ASCII on SQLite only, which changes nothing here:
+        # both sides are folded, so neither has an ASCII capital.
+        titles = SearchChunk.objects.filter(source=Source.TITLE, folded__contains=query.folded)
+        return Q(pk__in=titles.values("session_id"))
+    chunks = matching_chunks(query)
+    in_blobs = BlobRef.objects.filter(
+        blob_id__in=chunks.filter(blob__isnull=False).values("blob_id")
+    )
+    return Q(pk__in=chunks.filter(session__isnull=False).values("session_id")) | Q(
+        pk__in=in_blobs.values("session_id")
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Place:
+    """Where a session has a hit: an item's text, calls or output, or a blob (found through
+    the item that references it). One place however often it matches there."""
+
+    session_id: uuid.UUID
+    seq: int  # the item; for a blob, the item that references it (its promoted output)
+    item_type: str
+    tool: str
+    source: str
+    chunk_id: int  # the first matching chunk there
+    blob_id: uuid.UUID | None = None
+    blob_kind: str = ""
+
+    @property
+    def sort_key(self) -> tuple[int, int, str]:
+        return (self.seq, _SOURCE_ORDER.get(self.source, 9), str(self.blob_id or ""))
+
+    @property
+    def is_step(self) -> bool:
+        """A tool result: the timeline's step anchors (`#step-<seq>`) name it."""
+        return self.item_type == Item.Type.TOOL_RESULT
+
+
+def session_places(query: SearchQuery, session_ids: Sequence[uuid.UUID]) -> dict[Any, list[Place]]:
+    """Every place where each of *session_ids* has a hit for a full query, in timeline
+    order (by item, then text, calls, output, blob). Titles are not places."""
+    places: dict[Any, list[Place]] = {session_id: [] for session_id in session_ids}
+    if not query.full or not session_ids:
+        return places
+    chunks = matching_chunks(query)
+    seen: set[tuple[Any, ...]] = set()
+    item_hits = (
+        chunks.filter(session_id__in=session_ids, item__isnull=False)
+        .order_by("item_id", "source", "start")
+        .values_list("pk", "session_id", "source", "item__seq", "item__type", "item__tool")
+    )
+    for pk, session_id, source, seq, item_type, tool in item_hits:
+        if (session_id, seq, source) not in seen:
+            seen.add((session_id, seq, source))
+            places[session_id].append(Place(session_id, seq, item_type, tool, source, pk))
+
+    refs = BlobRef.objects.filter(session_id__in=session_ids)
+    blob_hits = (
+        chunks.filter(blob_id__in=refs.values("blob_id"))
+        .order_by("blob_id", "start")
+        .values_list("pk", "blob_id", "blob__kind")
+    )
+    first_chunk: dict[uuid.UUID, tuple[int, str]] = {}
+    for pk, blob_id, kind in blob_hits:
+        first_chunk.setdefault(blob_id, (pk, kind))
+    if first_chunk:
+        referencing = refs.filter(blob_id__in=list(first_chunk)).values_list(
+            "session_id", "blob_id", "item__seq", "item__type", "item__tool"
+        )
+        chosen: dict[tuple[Any, Any], tuple[bool, int, str, str]] = {}
+        for session_id, blob_id, seq, item_type, tool in referencing:
+            # The output that was promoted into the blob, rather than a later inspect of it.
+            rank = (item_type != Item.Type.TOOL_RESULT or tool == "inspect", seq, item_type, tool)
+            key = (session_id, blob_id)
+            if key not in chosen or rank < chosen[key]:
+                chosen[key] = rank
+        for (session_id, blob_id), (_, seq, item_type, tool) in chosen.items():
+            pk, kind = first_chunk[blob_id]
+            places[session_id].append(
+                Place(session_id, seq, item_type, tool, Source.BLOB, pk, blob_id, kind)
+            )
+    for found in places.values():
+        found.sort(key=lambda place: place.sort_key)
+    return places
+
+
+@dataclass(frozen=True, slots=True)
+class Snippet:
+    before: str
+    match: str
+    after: str
+    line: int  # the line of the match within the whole text (1-based)
+    matched_text: str  # the match as it is in the text (newlines kept)
+
+
+def snippet(chunk: SearchChunk, query: SearchQuery, *, chars: int = SNIPPET_CHARS) -> Snippet:
+    """The match of *query* in *chunk* with *chars* characters around it, whitespace runs
+    shown as one space; the match as the text has it (its case, before folding)."""
+    text = chunk.text
+    position = chunk.folded.find(query.folded)
+    if position < 0:  # cannot happen for a chunk the index found; show its start
+        start = end = 0
+    else:
+        start, end = _unfolded_span(text, chunk.folded, position, position + len(query.folded))
+    before = text[max(0, start - chars) : start]
+    after = text[end : end + chars]
+    return Snippet(
+        before=("…" if start > chars else "") + _one_line(before),
+        match=_one_line(text[start:end]),
+        after=_one_line(after) + ("…" if end + chars < len(text) else ""),
+        line=chunk.line + text.count("\n", 0, start),
+        matched_text=text[start:end],
+    )
+
+
+def _unfolded_span(text: str, folded: str, start: int, end: int) -> tuple[int, int]:
+    """The characters of *text* whose folding covers folded[start:end]. Each character
+    folds on its own (casefold has no context), to one or more characters."""
+    if len(folded) == len(text):  # every character folded to one: offsets agree
+        return start, end
+    position, first = 0, None
+    for index, char in enumerate(text):
+        position += len(char.casefold())
+        if first is None and position > start:
+            first = index
+        if position >= end:
+            return first or 0, index + 1
+    return first or 0, len(text)
+
+
+def _one_line(text: str) -> str:
+    return _WHITESPACE.sub(" ", text)
+
+
+# A grep: selector with the hit as a literal: these are the characters that mean something
+# in both Python's re and RE2; escaped with a backslash, each stands for itself in both.
+_REGEX_SPECIAL = re.compile(r"([\\.^$|?*+()\[\]{}])")
+
+
+def regex_literal(text: str) -> str:
+    return _REGEX_SPECIAL.sub(r"\\\1", text)
+
+
+def grep_selector(matched_text: str) -> str:
+    """`grep:<the hit's first non-blank line, as a literal>`; "" when it has none."""
+    line = next((part for part in matched_text.split("\n") if part.strip()), "")
+    if not line:
+        return ""
+    pattern = regex_literal(line.rstrip("\r"))
+    # Quoted as JSON where the bare form would not read back: a "|" may look like the
+    # start of another step, edge spaces would be stripped.
+    if (
+        "|" in pattern
+        or pattern != pattern.strip()
+        or pattern.startswith('"')
+        or any(c < " " for c in pattern)
+    ):
+        return "grep:" + json.dumps(pattern, ensure_ascii=False)
+    return f"grep:{pattern}"
+
+
+def chunks_by_id(ids: Iterable[int]) -> dict[int, SearchChunk]:
+    return SearchChunk.objects.in_bulk(list(set(ids)))
