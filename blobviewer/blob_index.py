@@ -2,21 +2,42 @@
 
 Kind, size and counts come from the store; a text blob also gets its line index, so a
 page deep inside a 100 MB blob later reads only the lines it shows.
+
+Rows are written by what brings blobs in: ingest and uploads (index_blobs, refresh_blob)
+and `manage.py blobs index` (index_store) for blobs that agents or the CLI wrote straight
+into the store. Page requests never write rows nor list the store: blob_for_view reads a
+blob the database does not know (yet) through the store, and store_index_note tells the
+blob list, from two file stats, whether the store changed since the last index run.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
+import tempfile
+import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
+from typing import Literal, NamedTuple
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from blobviewer.data_dir import renderings
 from blobviewer.models import Blob
-from core.blob_id import blob_created_at
-from core.blob_store import BlobNotFound, BlobStoreError, FsBlobStore
+from core.blob_id import BlobId, blob_created_at, parse_blob_id
+from core.blob_store import (
+    JSON_SUFFIX,
+    TEMP_PREFIX,
+    TEXT_SUFFIX,
+    BlobNotFound,
+    BlobStoreError,
+    FsBlobStore,
+)
 from core.content import Text, content_kind
 from core.json_values import dumps_indented
 from core.line_index import LineIndex
@@ -33,50 +54,29 @@ def index_blobs(blob_ids: Iterable[uuid.UUID], *, store: FsBlobStore) -> dict[uu
     return rows
 
 
-def index_new_blobs(*, store: FsBlobStore) -> int:
-    """Index the blobs the store has and the index does not know yet (agents and the CLI
-    write blobs that no ingested session references); returns how many were added.
+def refresh_blob(blob_id: uuid.UUID, *, store: FsBlobStore, row: Blob | None = None) -> Blob:
+    """Read the blob's facts from the store into its row (created if needed) and save it.
 
-    The store is only listed when its directory changed since this process last looked
-    (a new or removed file changes the directory's modification time).
+    A big JSON blob also gets its indented rendering written to `derived/`.
     """
+    row = read_blob_facts(blob_id, store=store, row=row, render=True)
     try:
-        stamp = (str(store.root), store.root.stat().st_mtime_ns)
-    except OSError:
-        return 0
-    if _last_listed.get(stamp[0]) == stamp[1]:
-        return 0
-    known = set(Blob.objects.values_list("id", flat=True))
-    new = [blob_id for blob_id in store.ids_sync() if blob_id not in known]
-    for blob_id in new:
-        refresh_blob(blob_id, store=store)
-    _last_listed[stamp[0]] = stamp[1]
-    return len(new)
-
-
-_last_listed: dict[str, int] = {}  # store directory -> its mtime when last listed
-
-
-def blob_for_view(blob_id: uuid.UUID, *, store: FsBlobStore) -> Blob | None:
-    """The Blob row a page shows, in step with the store; None when neither knows the id.
-
-    A blob the store has but no session references yet is indexed on first view; one
-    that has appeared in (or vanished from) the store since it was indexed is re-read.
-    """
-    row = Blob.objects.filter(id=blob_id).first()
-    try:
-        on_disk = store.exists_sync(blob_id)
-    except BlobStoreError:
-        on_disk = False
-    if row is None:
-        return refresh_blob(blob_id, store=store) if on_disk else None
-    if on_disk == row.missing or (on_disk and row.error):
-        return refresh_blob(blob_id, store=store, row=row)
+        with transaction.atomic():
+            row.save()
+    except IntegrityError:  # another process indexed it at the same moment: same facts
+        row.save(force_update=True)
     return row
 
 
-def refresh_blob(blob_id: uuid.UUID, *, store: FsBlobStore, row: Blob | None = None) -> Blob:
-    """Read the blob's facts from the store into its row (created if needed) and save it."""
+def read_blob_facts(
+    blob_id: uuid.UUID, *, store: FsBlobStore, row: Blob | None = None, render: bool = False
+) -> Blob:
+    """The blob's facts as the store has them, put into *row* (or a new Blob); nothing is
+    saved. With *render*, a big JSON blob's indented rendering is written to `derived/`.
+
+    A blob the store lacks comes back with ``missing`` set; one it cannot read, with
+    ``error`` set. Reading a text blob takes one pass over its file (its line index).
+    """
     row = row or Blob(id=blob_id)
     row.created_at = blob_created_at(blob_id)
     row.indexed_at = timezone.now()
@@ -85,25 +85,20 @@ def refresh_blob(blob_id: uuid.UUID, *, store: FsBlobStore, row: Blob | None = N
     try:
         path = store.path_of(blob_id)
         row.size = path.stat().st_size
-        if path.suffix == ".txt":
+        if path.suffix == TEXT_SUFFIX:
             _index_text(row, path)
         else:
             content = store.load_sync(blob_id)
             row.kind = content_kind(content)
             value = content.value
             row.count = len(value) if isinstance(value, list | dict) else None
-            if row.size >= RENDER_JSON_FROM_BYTES:
+            if render and row.size >= RENDER_JSON_FROM_BYTES:
                 _index_rendering(row, value)
     except (BlobNotFound, FileNotFoundError):
         row.missing = True
         row.size = None
     except (BlobStoreError, OSError) as error:
         row.error = str(error)[:500]
-    try:
-        with transaction.atomic():
-            row.save()
-    except IntegrityError:  # another request indexed it at the same moment: same facts
-        row.save(force_update=True)
     return row
 
 
@@ -123,3 +118,239 @@ def _index_text(row: Blob, path: Path) -> None:
     row.kind = "text"
     row.count = index.line_count
     row.line_index = index.to_json()
+
+
+# --- derived files -------------------------------------------------------------------------
+
+
+def derived_files(blob_id: BlobId | str) -> list[Path]:
+    """The files in `derived/` made from this blob (its indented JSON rendering), those
+    that exist. Whoever deletes a blob deletes these with it (see discard_derived)."""
+    name = str(parse_blob_id(blob_id))
+    root = renderings().root
+    return [
+        path
+        for suffix in (TEXT_SUFFIX, JSON_SUFFIX)
+        if (path := root / f"{name}{suffix}").is_file()
+    ]
+
+
+def discard_derived(blob_id: BlobId | str) -> int:
+    """Delete the blob's derived files; returns the bytes freed. They are caches: a page
+    reads the blob itself when they are gone."""
+    freed = 0
+    for path in derived_files(blob_id):
+        with contextlib.suppress(FileNotFoundError):
+            size = path.stat().st_size
+            path.unlink()
+            freed += size
+    return freed
+
+
+# --- what a page shows ---------------------------------------------------------------------
+
+# Why a page reads a blob through the store rather than its row: the database has no row
+# for it ("new": an agent or the CLI wrote it straight into the store), or its row says
+# missing and the store has it now ("appeared").
+Unindexed = Literal["", "new", "appeared"]
+
+
+class ViewedBlob(NamedTuple):
+    blob: Blob  # the row, or an unsaved Blob holding what the store says
+    unindexed: Unindexed
+
+
+def blob_for_view(blob_id: uuid.UUID, *, store: FsBlobStore) -> ViewedBlob | None:
+    """The blob a page shows, without writing a row; None when neither the database nor
+    the store knows the id.
+
+    When the row is out of step with the store (no row, or one that says missing while
+    the store has the blob), the facts are read through the store into an unsaved Blob,
+    and ``unindexed`` says why, so the page can name `manage.py blobs index`. A row whose
+    blob has left the store is shown missing, unsaved.
+    """
+    row = Blob.objects.filter(id=blob_id).first()
+    try:
+        on_disk = store.exists_sync(blob_id)
+    except BlobStoreError:
+        on_disk = False
+    if row is None:
+        if not on_disk:
+            return None
+        return ViewedBlob(read_blob_facts(blob_id, store=store), "new")
+    if row.missing and on_disk:
+        return ViewedBlob(read_blob_facts(blob_id, store=store, row=row), "appeared")
+    if not row.missing and not on_disk:
+        return ViewedBlob(as_missing(row), "")
+    return ViewedBlob(row, "")
+
+
+def as_missing(blob: Blob) -> Blob:
+    """*blob* shown as missing from the store (for a page; not saved)."""
+    blob.missing, blob.size, blob.count, blob.line_index, blob.error = True, None, None, None, ""
+    return blob
+
+
+def indexed_blob(blob_id: uuid.UUID, *, store: FsBlobStore) -> Blob | None:
+    """The blob's row for a request that writes (e.g. making a share link): made or
+    re-read from the store when the database does not know the blob as the store has it;
+    None when neither knows the id."""
+    row = Blob.objects.filter(id=blob_id).first()
+    if row is not None and not row.missing:
+        return row
+    try:
+        on_disk = store.exists_sync(blob_id)
+    except BlobStoreError:
+        on_disk = False
+    if not on_disk:
+        return row
+    return refresh_blob(blob_id, store=store, row=row)
+
+
+# --- indexing the whole store (`manage.py blobs index`) ------------------------------------
+
+
+@dataclass(frozen=True)
+class IndexReport:
+    in_store: int  # blobs the store held when it was listed
+    added: int  # rows made for blobs the database did not know
+    reread: int  # rows that said missing or unreadable, read again
+    vanished: int  # rows marked missing: the store no longer has their blob
+
+
+def index_store(
+    store: FsBlobStore,
+    *,
+    every: int = 1000,
+    progress: Callable[[int, int], None] | None = None,
+) -> IndexReport:
+    """Bring the Blob rows in step with the store: a row for every blob the database does
+    not know, a new reading of rows that say missing or unreadable while the store has the
+    blob, and rows of blobs gone from the store marked missing. Idempotent.
+
+    Rows are saved *every* blobs at a time, each batch in one transaction, and
+    ``progress(done, total)`` is called after each batch. Afterwards the store's
+    modification time, taken before it was listed, is remembered beside it (see
+    store_index_note). Raises BlobStoreError when the store cannot be listed.
+    """
+    mtime = _settled_mtime(store.root)
+    # The rows first, then the listing: a row that says present was saved after its file
+    # was written, so a file absent from the later listing is really gone (and a blob
+    # written meanwhile is simply not in either, for the next run).
+    known = Blob.objects.values_list("id", "missing", "error").iterator(chunk_size=10_000)
+    rows = {blob_id: (missing, bool(error)) for blob_id, missing, error in known}
+    on_disk = set(store.ids_sync())
+    new = sorted(on_disk - rows.keys())
+    stale = sorted(
+        blob_id
+        for blob_id, (missing, error) in rows.items()
+        if (missing or error) and blob_id in on_disk
+    )
+    vanished = sorted(
+        blob_id for blob_id, (missing, _) in rows.items() if not missing and blob_id not in on_disk
+    )
+    to_read = [(blob_id, None) for blob_id in new] + [(blob_id, blob_id) for blob_id in stale]
+    every = max(1, every)
+    total = len(to_read) + len(vanished)
+    done = 0
+    for start in range(0, len(to_read), every):
+        batch = to_read[start : start + every]
+        with transaction.atomic():
+            known = Blob.objects.in_bulk([row_id for _, row_id in batch if row_id])
+            for blob_id, row_id in batch:
+                refresh_blob(blob_id, store=store, row=known.get(row_id) if row_id else None)
+        done += len(batch)
+        if progress:
+            progress(done, total)
+    now = timezone.now()
+    for start in range(0, len(vanished), every):
+        batch = vanished[start : start + every]
+        # An update, not a save: a row deleted meanwhile (retention) stays deleted.
+        Blob.objects.filter(id__in=batch, missing=False).update(
+            missing=True, kind="", size=None, count=None, line_index=None, error="", indexed_at=now
+        )
+        done += len(batch)
+        if progress:
+            progress(done, total)
+    if mtime is not None:
+        _write_marker(store, mtime)
+    return IndexReport(len(on_disk), len(new), len(stale), len(vanished))
+
+
+# Some filesystems keep modification times in coarse ticks, so a file added in the same
+# tick as the change before it leaves the directory's time as it was. index_store waits
+# until the store's time is this old before remembering it, so that any later change
+# shows as a different time. (Network filesystems may be coarser still; see the README.)
+SETTLE_NS = 20_000_000
+_SETTLE_TRIES = 50
+
+
+def _settled_mtime(root: Path) -> int | None:
+    """The store directory's modification time, once no change of the last SETTLE_NS
+    could share it; None when the directory does not exist."""
+    mtime = None
+    for _ in range(_SETTLE_TRIES):
+        try:
+            mtime = root.stat().st_mtime_ns
+        except FileNotFoundError:
+            return None
+        except OSError as error:
+            raise BlobStoreError(f"cannot read {root}: {error.strerror}") from None
+        age = time.time_ns() - mtime
+        if age >= SETTLE_NS or age < 0:  # a clock behind the filesystem's: waiting won't help
+            return mtime
+        time.sleep((SETTLE_NS - age) / 1e9)
+    return mtime  # the store changes all the time: the next change moves its time anyway
+
+
+@dataclass(frozen=True)
+class IndexNote:
+    """The store changed since blobs were last indexed; *indexed_at* is when that was
+    (None: never, on this data folder)."""
+
+    indexed_at: datetime | None
+
+
+def marker_path(store: FsBlobStore) -> Path:
+    """Where index_store remembers the store's modification time: `<data>/blobs-indexed.json`
+    beside `<data>/blobs` (outside the store, so writing it does not change the store)."""
+    return store.root.with_name(f"{store.root.name}-indexed.json")
+
+
+def store_index_note(store: FsBlobStore) -> IndexNote | None:
+    """None when the store has not changed since `blobs index` last ran, else a note.
+
+    Cheap enough for every page: one stat of the store directory and one small file read,
+    never a listing. A new or removed file changes the directory's modification time, so
+    a blob an agent writes straight into the store shows here. So does anything else that
+    adds or removes a file there (ingest and uploads, which index their own blobs; a
+    crashed write; `blobs gc`): the note says the store *changed*, not that blobs are
+    missing from the list. No store directory means no blob to index: None.
+    """
+    try:
+        mtime = store.root.stat().st_mtime_ns
+    except OSError:
+        return None
+    try:
+        marker = json.loads(marker_path(store).read_bytes())
+        indexed_mtime = int(marker["store_mtime_ns"])
+        indexed_at = datetime.fromisoformat(str(marker["indexed_at"]))
+    except (OSError, ValueError, TypeError, KeyError):
+        return IndexNote(None)
+    return None if indexed_mtime == mtime else IndexNote(indexed_at)
+
+
+def _write_marker(store: FsBlobStore, mtime: int) -> None:
+    path = marker_path(store)
+    data = json.dumps({"store_mtime_ns": mtime, "indexed_at": timezone.now().isoformat()})
+    # Atomically, like the store: readers see the old marker or the new one. The
+    # temporary file's name is the store's, so `blobs gc` knows it for a leftover.
+    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=TEMP_PREFIX)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as file:
+            file.write(data + "\n")
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise

@@ -22,7 +22,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from blobviewer.blob_display import Page, blob_page, selector_url
-from blobviewer.blob_index import blob_for_view, index_new_blobs, refresh_blob
+from blobviewer.blob_index import as_missing, blob_for_view, indexed_blob, store_index_note
 from blobviewer.data_dir import blob_store
 from blobviewer.forms import (
     ApiTokenForm,
@@ -100,8 +100,8 @@ def _blob_view_context(
         except SelectorError as error:
             form.add_error("selector", str(error))
             status = 400
-        except BlobNotFound:  # vanished since it was indexed
-            blob = refresh_blob(blob.id, store=store, row=blob)
+        except BlobNotFound:  # vanished since it was indexed; the page says so, unsaved
+            blob = as_missing(blob)
         except BlobStoreError as error:  # damaged: say so on the page, not with a 500
             blob.error = str(error)
     selector = (
@@ -198,7 +198,8 @@ def item_detail(request: HttpRequest, session_id: uuid.UUID, seq: int) -> HttpRe
 
 @require_GET
 def blob_list(request: HttpRequest) -> HttpResponse:
-    index_new_blobs(store=blob_store())
+    # Rows are made by ingest, uploads and `manage.py blobs index`, never here: the page
+    # only notes (from two stats, no listing) when the store changed since the last index.
     form = BlobFilterForm(request.GET)
     blobs = form.filter(
         Blob.objects.annotate(session_count=Count("refs__session", distinct=True)).order_by(
@@ -207,21 +208,29 @@ def blob_list(request: HttpRequest) -> HttpResponse:
     )
     page = Paginator(blobs, BLOBS_PER_PAGE).get_page(request.GET.get("page"))
     kinds = Blob.objects.exclude(kind="").order_by("kind").values_list("kind", flat=True)
-    context = {"form": form, "page": page, "kinds": kinds.distinct()}
+    context = {
+        "form": form,
+        "page": page,
+        "kinds": kinds.distinct(),
+        "index_note": store_index_note(blob_store()),
+    }
     return _render(request, "blob_list.html", context, fragment="blob_list.html#list")
 
 
 @require_GET
 def blob_detail(request: HttpRequest, blob_id: uuid.UUID) -> HttpResponse:
-    blob = blob_for_view(blob_id, store=blob_store())
-    if blob is None:
+    viewed = blob_for_view(blob_id, store=blob_store())  # writes nothing; see blob_index
+    if viewed is None:
         raise Http404("No blob has this id.")
+    blob = viewed.blob
     context, status = _blob_view_context(
         request, blob, base_url=reverse("blob_detail", args=[blob.id])
     )
     context["raw_url"] = reverse("blob_raw", args=[blob.id])
+    context["unindexed"] = viewed.unindexed
     if not context["in_place"]:
-        context["sessions"] = Session.objects.filter(blob_refs__blob=blob).distinct()[
+        # By id: an unindexed blob is an unsaved Blob, which a related filter refuses.
+        context["sessions"] = Session.objects.filter(blob_refs__blob_id=blob.id).distinct()[
             :REFERRING_SESSIONS_SHOWN
         ]
         context["share_form"] = ShareLinkForm(initial={"selector": context["selector"]})
@@ -355,7 +364,10 @@ def token_revoke(request: HttpRequest, token_id: int) -> HttpResponse:
 
 @require_POST
 def share_create(request: HttpRequest, blob_id: uuid.UUID) -> HttpResponse:
-    blob = get_object_or_404(Blob, id=blob_id)
+    # A POST may index the blob (a share link needs its row); a GET never does.
+    blob = indexed_blob(blob_id, store=blob_store())
+    if blob is None:
+        raise Http404("No blob has this id.")
     form = ShareLinkForm(request.POST)
     if not form.is_valid():
         messages.error(request, "Could not share: " + " ".join(form.errors.get("selector", [])))
@@ -394,7 +406,8 @@ def share_detail(request: HttpRequest, token: str) -> HttpResponse:
     link = _active_share_link(request, token)
     if isinstance(link, HttpResponse):
         return link
-    blob = blob_for_view(link.blob_id, store=blob_store()) or link.blob
+    viewed = blob_for_view(link.blob_id, store=blob_store())
+    blob = viewed.blob if viewed else link.blob
     context, status = _blob_view_context(
         request,
         blob,

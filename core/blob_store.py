@@ -26,11 +26,16 @@ __all__ = [
     "BlobStoreError",
     "FsBlobStore",
     "InvalidBlobId",
+    "TEMP_PREFIX",
 ]
 
 TEXT_SUFFIX = ".txt"
 JSON_SUFFIX = ".json"
-_TEMP_PREFIX = ".tmp-"
+# Every write starts as a file named `.tmp-<random>` in the store's directory and is
+# renamed into place when complete. A process killed mid-write leaves that file behind; it
+# is never a blob (blobs are named `<uuid>.txt` / `<uuid>.json`), so a cleaner may delete
+# old ones (the site's `manage.py blobs gc` does).
+TEMP_PREFIX = ".tmp-"
 
 
 @runtime_checkable
@@ -174,7 +179,7 @@ class FsBlobStore:
         kept (the link fails) and False is returned."""
         try:
             self.root.mkdir(parents=True, exist_ok=True)
-            fd, temp_name = tempfile.mkstemp(dir=self.root, prefix=_TEMP_PREFIX)
+            fd, temp_name = tempfile.mkstemp(dir=self.root, prefix=TEMP_PREFIX)
         except OSError as error:
             raise BlobIOError(f"cannot write to {self.root}: {error.strerror}") from None
         try:

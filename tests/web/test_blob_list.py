@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import uuid
 
 import pytest
@@ -65,10 +66,13 @@ def test_it_needs_a_login(client, db):
 
 
 def test_blobs_that_no_session_references_are_listed_too(logged_in_client, sample_session, store):
+    from django.core.management import call_command
+
     from core.content import Text
 
     lone = store.store_sync(Text("written by an agent whose session was never ingested\n"))
     (store.root / ".tmp-half-written").write_bytes(b"not a blob")
+    call_command("blobs", "index", stdout=io.StringIO())  # page requests never index
 
     html = logged_in_client.get(reverse("blob_list")).content.decode()
 
@@ -80,11 +84,14 @@ def test_blobs_that_no_session_references_are_listed_too(logged_in_client, sampl
 def test_a_blob_stored_after_another_was_removed_is_still_listed(
     logged_in_client, sample_session, store
 ):
+    from django.core.management import call_command
+
     from core.content import Text
 
-    logged_in_client.get(reverse("blob_list"))
+    call_command("blobs", "index", stdout=io.StringIO())
     store.path_of(sample_session.text_blob).unlink()
     newer = store.store_sync(Text("stored after the other one was removed\n"))
+    call_command("blobs", "index", stdout=io.StringIO())
 
     html = logged_in_client.get(reverse("blob_list")).content.decode()
 
