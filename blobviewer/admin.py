@@ -5,7 +5,16 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 
-from blobviewer.models import ApiToken, Blob, BlobRef, Item, Session, ShareLink
+from blobviewer.models import (
+    ApiToken,
+    Blob,
+    BlobRef,
+    Item,
+    PrunedBlob,
+    PrunedSession,
+    Session,
+    ShareLink,
+)
 
 
 @admin.register(Session)
@@ -83,3 +92,29 @@ class ApiTokenAdmin(admin.ModelAdmin):
     def revoke(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:
         revoked = queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
         self.message_user(request, f"{revoked} token(s) revoked.")
+
+class TombstoneAdmin(admin.ModelAdmin):
+    """Tombstones are written by `manage.py prune` only. Deleting one lets its session be
+    ingested, or its blob uploaded, again."""
+
+    readonly_fields = ["id", "pruned_at"]
+    search_fields = ["id"]
+    date_hierarchy = "pruned_at"
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+
+@admin.register(PrunedSession)
+class PrunedSessionAdmin(TombstoneAdmin):
+    list_display = ["id", "title", "pruned_at"]
+    search_fields = ["id", "title"]
+    readonly_fields = ["id", "title", "pruned_at"]
+
+
+@admin.register(PrunedBlob)
+class PrunedBlobAdmin(TombstoneAdmin):
+    list_display = ["id", "pruned_at"]

@@ -89,7 +89,7 @@ def session_pruned_message(session_id: uuid.UUID, pruned_at: datetime) -> str:
     )
 
 
-def upload_refusal(session_id: uuid.UUID, blob_ids: Iterable[uuid.UUID]) -> str | None:
+def upload_refusal(session_id: uuid.UUID | str, blob_ids: Iterable[uuid.UUID]) -> str | None:
     """Why an upload of this session with these blobs must be refused, in one line, when
     the session or any of the blobs was pruned; None when nothing stands in its way."""
     session = PrunedSession.objects.filter(id=session_id).first()

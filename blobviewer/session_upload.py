@@ -26,8 +26,9 @@ from django.http.multipartparser import MultiPartParserError
 
 from blobviewer.blob_index import refresh_blob
 from blobviewer.data_dir import blob_store, sessions_dir
-from blobviewer.ingest import IngestError, IngestResult, ingest_session
+from blobviewer.ingest import IngestError, IngestResult, SessionPruned, ingest_session
 from blobviewer.models import Blob, BlobRef, Session
+from blobviewer.retention import upload_refusal
 from core.blob_id import BlobId, parse_blob_id
 from core.content import Content, Structured, Text, decode_text
 from core.json_values import JsonError, parse_json
@@ -117,11 +118,15 @@ def received_upload(request: HttpRequest, *, max_bytes: int) -> Iterator[Upload]
 def save_upload(upload: Upload) -> UploadResult:
     """Store the blobs, save the log and ingest the session; the same upload twice adds
     nothing. Raises UploadError when ingest refuses the session; the database is then as
-    it was."""
+    it was. 410, with nothing written, when the session or a blob the upload brings was
+    deleted by retention."""
     store = blob_store()
     path = sessions_dir() / f"{upload.log.id}.jsonl"
     added: list[BlobId] = []
     result: IngestResult | None = None
+    # A session or a blob that retention deleted is not recorded again: 410, nothing written.
+    if refusal := upload_refusal(upload.log.id, upload.blobs):
+        raise UploadError(refusal, status=410)
     try:
         with transaction.atomic():
             for blob_id, content in upload.blobs.items():
@@ -145,6 +150,9 @@ def save_upload(upload: Upload) -> UploadResult:
         # have fresh ids that nothing else can know, so they go.
         for blob_id in result.stored_blobs if result else ():
             store.discard_sync(blob_id)
+        if isinstance(error, SessionPruned):  # pruned while this upload was on its way
+            refusal = upload_refusal(upload.log.id, ()) or error.message
+            raise UploadError(refusal, status=410) from None
         if isinstance(error, IngestError):
             raise UploadError(_at_line(error.line, error.message)) from None
         raise

@@ -31,7 +31,8 @@ from blobviewer.forms import (
     SessionFilterForm,
     ShareLinkForm,
 )
-from blobviewer.models import ApiToken, Blob, Item, Session, ShareLink
+from blobviewer.models import ApiToken, Blob, Item, PrunedBlob, Session, ShareLink
+from blobviewer.retention import pruned_blob
 from blobviewer.session_upload import UploadError, received_upload, save_upload
 from blobviewer.timeline import item_blob_refs, timeline_items
 from core.blob_store import BlobNotFound, BlobStoreError
@@ -217,8 +218,15 @@ def blob_list(request: HttpRequest) -> HttpResponse:
     return _render(request, "blob_list.html", context, fragment="blob_list.html#list")
 
 
+def _blob_pruned(request: HttpRequest, tombstone: PrunedBlob) -> HttpResponse:
+    """The 410 page of a blob that retention deleted, instead of a 404."""
+    return render(request, "blob_pruned.html", {"tombstone": tombstone}, status=410)
+
+
 @require_GET
 def blob_detail(request: HttpRequest, blob_id: uuid.UUID) -> HttpResponse:
+    if tombstone := pruned_blob(blob_id, store=blob_store()):
+        return _blob_pruned(request, tombstone)
     viewed = blob_for_view(blob_id, store=blob_store())  # writes nothing; see blob_index
     if viewed is None:
         raise Http404("No blob has this id.")
@@ -240,7 +248,9 @@ def blob_detail(request: HttpRequest, blob_id: uuid.UUID) -> HttpResponse:
 
 
 @require_GET
-def blob_raw(request: HttpRequest, blob_id: uuid.UUID) -> FileResponse:
+def blob_raw(request: HttpRequest, blob_id: uuid.UUID) -> HttpResponse:
+    if tombstone := pruned_blob(blob_id, store=blob_store()):
+        return _blob_pruned(request, tombstone)
     return _raw_response(blob_id)
 
 
@@ -430,8 +440,12 @@ def share_raw(request: HttpRequest, token: str) -> HttpResponse:
 
 
 def _active_share_link(request: HttpRequest, token: str) -> ShareLink | HttpResponse:
-    """The link, or the 410 page when it has expired or been revoked; 404 when unknown."""
+    """The link, or the 410 page when it has expired or been revoked or its blob was
+    deleted by retention; 404 when unknown."""
     link = get_object_or_404(ShareLink.objects.select_related("blob"), token=token)
     if not link.is_active:
         return render(request, "share_gone.html", {"link": link}, status=410)
+    if tombstone := pruned_blob(link.blob_id, store=blob_store()):
+        context = {"link": link, "tombstone": tombstone}
+        return render(request, "share_gone.html", context, status=410)
     return link
