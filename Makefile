@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv run test bench lint format
+.PHONY: venv run serve test bench lint format
 
 # The venv is created only when missing; requirements are reinstalled only when
 # requirements.txt is newer than the stamp written after the last install.
@@ -17,9 +17,24 @@ $(STAMP): requirements.txt | $(PY)
 	$(PY) -m pip install -r requirements.txt
 	touch $@
 
-# The site with demo data on SQLite in ./data, at http://127.0.0.1:8000.
+# The site with demo data on SQLite in ./data, at http://127.0.0.1:8000 (or
+# `make run PORT=8001`), with development settings (DEBUG on).
+PORT ?= 8000
 run: venv
-	$(PY) manage.py serve_demo
+	$(PY) manage.py serve_demo 127.0.0.1:$(PORT)
+
+# The production server for a team (README, "Run it for a team"), set up from the
+# environment. It refuses to start with DEBUG on, without SECRET_KEY or ALLOWED_HOSTS
+# before anything else runs; then migrates, collects static files, removes what crashed
+# writers left in the data folder, prints the deployment checks and runs gunicorn
+# (blobviewer/gunicorn.conf.py), which replaces the shell and gets make's signals.
+serve: venv
+	$(PY) -m blobviewer.serve_preflight
+	$(PY) manage.py migrate --no-input
+	$(PY) manage.py collectstatic --no-input --verbosity 0
+	$(PY) manage.py blobs gc
+	$(PY) manage.py check --deploy
+	exec $(PY) -m gunicorn --config blobviewer/gunicorn.conf.py
 
 test: venv
 	$(VENV)/bin/ruff check .
