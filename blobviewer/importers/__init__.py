@@ -11,6 +11,7 @@ from __future__ import annotations
 from blobviewer.importers.detect import (
     OUR_FORMAT,
     detect,
+    importer_version,
     load_recording,
     load_sniffed,
     read_bytes,
@@ -24,6 +25,7 @@ __all__ = [
     "RecordingError",
     "UnknownFormat",
     "detect",
+    "importer_version",
     "load_recording",
     "load_sniffed",
     "read_bytes",

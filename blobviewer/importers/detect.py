@@ -11,6 +11,21 @@ from blobviewer.importers.recording import Recording, RecordingError, UnknownFor
 from core.history import ITEM_TYPES
 
 OUR_FORMAT = "blobviewer"
+# What ingest derives from our own session logs; bump it when that changes.
+OUR_IMPORTER_VERSION = 1
+
+# Each importer module has FORMAT and IMPORTER_VERSION; a new importer is added here.
+IMPORTERS = {module.FORMAT: module for module in (claude_code, openai_chat, swe_agent)}
+
+
+def importer_version(format: str) -> int:
+    """The current importer version for *format* (read at call time, so a bump, or a
+    test's monkeypatch of a module's IMPORTER_VERSION, takes effect at once). Formats no
+    importer reads (records handed to ingest directly) count as version 1."""
+    if format == OUR_FORMAT:
+        return OUR_IMPORTER_VERSION
+    module = IMPORTERS.get(format)
+    return int(getattr(module, "IMPORTER_VERSION", 1)) if module is not None else 1
 
 
 def sniff(path: Path, data: bytes) -> tuple[str, Any]:

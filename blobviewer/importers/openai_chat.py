@@ -7,6 +7,13 @@ also keeps the command's untrimmed output in `extra.raw_output` (its `content` w
 in `<returncode>`/`<output>` tags, and head/tail-trims outputs over 10,000 characters);
 that copy is not what entered the history, so it is left aside, as Claude Code's
 `toolUseResult` is.
+
+Facts, where the recording has them: times from `extra.timestamp` (or `timestamp`); an
+assistant turn's tokens from its response's `usage` (`extra.response.usage` in
+mini-swe-agent, or the message's own `usage`): `prompt_tokens` is the whole context read,
+`completion_tokens` the output; a tool result is an error when its `extra.returncode` is
+not 0 or `extra.exception_info` is not empty; the status is `info.exit_status` (or the
+`exit` message's `extra.exit_status`).
 """
 
 from __future__ import annotations
@@ -24,9 +31,12 @@ from blobviewer.importers.recording import (
     parse_arguments,
     stable_session_id,
     text_of,
+    token_count,
 )
 
 FORMAT = "openai_chat"
+# Bump when what this importer derives from a recording changes (see claude_code).
+IMPORTER_VERSION = 1
 
 
 def looks_like(document: Any) -> bool:
@@ -45,6 +55,7 @@ def build_messages(path: Path, messages: list[Any], *, where: str = "messages") 
         if not isinstance(message, dict) or not isinstance(message.get("role"), str):
             raise RecordingError(path, None, f"{where}[{index}] is not a chat message")
         role = message["role"]
+        builder.from_source(message)
         extra = message.get("extra") if isinstance(message.get("extra"), dict) else {}
         at = iso_time(extra.get("timestamp") or message.get("timestamp"))
         if role == "assistant":
@@ -65,7 +76,7 @@ def build_messages(path: Path, messages: list[Any], *, where: str = "messages") 
                         "arguments": parse_arguments(function.get("arguments")),
                     }
                 )
-            builder.assistant(text_of(message.get("content")), calls, at=at)
+            builder.assistant(text_of(message.get("content")), calls, at=at, **_tokens(message))
         elif role == "tool":
             call_id = message.get("tool_call_id")
             if call_id is None and isinstance(message.get("tool_call_ids"), list):
@@ -78,6 +89,7 @@ def build_messages(path: Path, messages: list[Any], *, where: str = "messages") 
                 call_id,
                 text_of(message.get("content")),
                 tool=message.get("name") if isinstance(message.get("name"), str) else None,
+                is_error=_failed(extra),
                 at=at,
             )
         else:
@@ -85,6 +97,39 @@ def build_messages(path: Path, messages: list[Any], *, where: str = "messages") 
                 text_of(message.get("content")), at=at, role=None if role == "user" else role
             )
     return builder
+
+
+def _tokens(message: dict[str, Any]) -> dict[str, int]:
+    """The turn's tokens from its response's usage, as item fields; {} when not recorded."""
+    extra = message.get("extra") if isinstance(message.get("extra"), dict) else {}
+    response = extra.get("response") if isinstance(extra.get("response"), dict) else {}
+    usage = response.get("usage") if isinstance(response.get("usage"), dict) else None
+    if usage is None:
+        usage = message.get("usage") if isinstance(message.get("usage"), dict) else {}
+    prompt = token_count(usage.get("prompt_tokens"))
+    completion = token_count(usage.get("completion_tokens"))
+    tokens = {}
+    if prompt is not None:  # OpenAI's prompt_tokens include the cached ones
+        tokens["input_tokens"] = tokens["context_tokens"] = prompt
+    if completion is not None:
+        tokens["output_tokens"] = completion
+    return tokens
+
+
+def _failed(extra: dict[str, Any]) -> bool:
+    code = extra.get("returncode")
+    failed_code = isinstance(code, int) and not isinstance(code, bool) and code != 0
+    return failed_code or bool(extra.get("exception_info"))
+
+
+def _exit_status(info: dict[str, Any], messages: list[Any]) -> str | None:
+    if isinstance(info.get("exit_status"), str):
+        return info["exit_status"]
+    for message in reversed(messages):
+        extra = message.get("extra") if isinstance(message, dict) else None
+        if isinstance(extra, dict) and isinstance(extra.get("exit_status"), str):
+            return extra["exit_status"]
+    return None
 
 
 def load(path: Path, document: Any) -> Recording:
@@ -124,6 +169,7 @@ def load(path: Path, document: Any) -> Recording:
             path=path,
             format=FORMAT,
             meta=meta,
+            status=_exit_status(info, messages),
         ),
         builder.records,
     )

@@ -1,10 +1,19 @@
-"""What every importer produces, and the helpers they share."""
+"""What every importer produces, and the helpers they share.
+
+Each item record an importer emits carries a `source_digest`: a SHA-256 over the canonical
+JSON of the source record it came from (a JSON Lines line, or one message or step of a
+whole-document recording), plus which of that record's items it is. Ingest keys items by
+it, so a later importer that derives different items from the same recording still
+recognises the items it already recorded (see blobviewer.ingest). Set the source with
+:meth:`RecordBuilder.from_source` before adding the items a record yields.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import uuid
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -33,21 +42,55 @@ class UnknownFormat(RecordingError):
 @dataclass
 class Recording:
     format: str
-    header: dict[str, Any]  # id, created_at, title, model, meta
+    header: dict[str, Any]  # id, created_at, title, model, meta, status
     records: list[dict[str, Any]] = field(default_factory=list)
 
 
+def canonical_digest(value: Any) -> str:
+    """SHA-256 (hex) of *value* as canonical JSON: sorted keys, no spaces, UTF-8 (lone
+    surrogates kept), so the same record digests the same whatever its key order."""
+    canonical = json.dumps(
+        value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str
+    )
+    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
+
+
 class RecordBuilder:
-    """Numbers items from 1 and remembers tool names by call id, for the results."""
+    """Numbers items from 1, remembers tool names by call id (for the results), and gives
+    each item the `source_digest` of the source record set by :meth:`from_source`."""
 
     def __init__(self) -> None:
         self.records: list[dict[str, Any]] = []
         self.tool_names: dict[str, str] = {}
+        self._source: str | None = None
+        self._keys: Counter[str] = Counter()
+
+    def from_source(self, record: Any) -> None:
+        """The items added from now on come from *record* (the source's own JSON value)."""
+        self._source = canonical_digest(record)
 
     def _add(self, record: dict[str, Any], at: str | None, extra: dict[str, Any]) -> None:
         record = {"type": record.pop("type"), "seq": len(self.records) + 1, "at": at, **record}
         record.update({key: value for key, value in extra.items() if value is not None})
+        if self._source is not None:
+            record["source_digest"] = self._item_digest(record)
         self.records.append(record)
+
+    def _item_digest(self, record: dict[str, Any]) -> str:
+        # One source record may yield several items (a Claude Code line with two results
+        # and a text). A result is told apart by its call id, anything else by its type;
+        # a repeat of the same key (a duplicated line) by how many came before it. Never
+        # by position, so an importer that adds or drops an item from a record keeps the
+        # keys of the others.
+        if record["type"] == "tool_result":
+            part = f"tool_result:{record.get('call_id', '')}"
+        else:
+            part = str(record["type"])
+        key = f"{self._source}:{part}"
+        self._keys[key] += 1
+        if self._keys[key] > 1:
+            key = f"{key}#{self._keys[key] - 1}"
+        return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
 
     def user(self, text: str, *, at: str | None = None, **extra: Any) -> None:
         self._add({"type": "user", "text": text}, at, extra)
@@ -159,13 +202,24 @@ def header(
     path: Path,
     format: str,
     meta: dict[str, Any] | None = None,
+    status: str | None = None,
 ) -> dict[str, Any]:
-    if created_at is None:
-        created_at = datetime.fromtimestamp(path.stat().st_mtime, tz=UTC).isoformat()
+    """A session header. *created_at* is a time the recording itself holds, or None: never
+    the file's modification time, which says when it was copied, not when it ran (ingest
+    then uses the ingest time for sorting, and the session has no start or end).
+    *status* is how the run ended where the recording says (e.g. `submitted`)."""
     return {
         "id": session_id,
         "created_at": created_at,
         "title": title,
         "model": model,
         "meta": {"format": format, "source_name": path.name, **(meta or {})},
+        "status": status if isinstance(status, str) else "",
     }
+
+
+def token_count(value: Any) -> int | None:
+    """A token count as recorded: a non-negative integer, else None (not recorded)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return None
+    return value

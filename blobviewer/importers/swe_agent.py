@@ -4,10 +4,15 @@
   an assistant call of the action and a tool result holding the observation; the chat's
   opening messages (system prompt, demonstration, issue) come first;
 - function calling: `history[]` chat messages with `tool_calls` and `role: "tool"`.
+
+The status is `info.exit_status` (e.g. `submitted`); `info.model_stats` (whole-run token
+totals and cost, no per-turn split) is kept in the session's meta. Each item's source is
+its `history` message or its `trajectory` step.
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +28,8 @@ from blobviewer.importers.recording import (
 )
 
 FORMAT = "swe_agent"
+# Bump when what this importer derives from a recording changes (see claude_code).
+IMPORTER_VERSION = 1
 
 
 def looks_like(document: Any) -> bool:
@@ -50,7 +57,12 @@ def load(path: Path, document: dict[str, Any]) -> Recording:
     stats = info.get("model_stats")
     if isinstance(info.get("model"), str):
         model = info["model"]
-    meta = {"form": form, "exit_status": info.get("exit_status"), "has_stats": bool(stats)}
+    meta = {
+        "form": form,
+        "exit_status": info.get("exit_status"),
+        "has_stats": bool(stats),
+        "model_stats": _numbers(stats),
+    }
     return Recording(
         FORMAT,
         header(
@@ -61,9 +73,24 @@ def load(path: Path, document: dict[str, Any]) -> Recording:
             path=path,
             format=FORMAT,
             meta={k: v for k, v in meta.items() if v is not None},
+            status=info.get("exit_status") if isinstance(info.get("exit_status"), str) else None,
         ),
         builder.records,
     )
+
+
+def _numbers(stats: Any) -> dict[str, int | float] | None:
+    """The numeric entries of `info.model_stats` (tokens_sent, api_calls, cost, ...)."""
+    if not isinstance(stats, dict):
+        return None
+    numbers = {
+        str(key): value
+        for key, value in stats.items()
+        if isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)  # JSON columns hold no NaN or infinity
+    }
+    return numbers or None
 
 
 def _opening(document: dict[str, Any]) -> list[Any]:
@@ -81,6 +108,7 @@ def _classic(path: Path, document: dict[str, Any]) -> RecordBuilder:
         if not isinstance(message, dict) or message.get("role") == "assistant":
             break
         role = message.get("role")
+        builder.from_source(message)
         demo = message.get("is_demo") in (True, "True", "true")
         builder.user(
             text_of(message.get("content")),
@@ -94,6 +122,7 @@ def _classic(path: Path, document: dict[str, Any]) -> RecordBuilder:
         name = action.strip().split(maxsplit=1)[0] if action.strip() else "action"
         thought = step.get("thought") if isinstance(step.get("thought"), str) else ""
         at = iso_time(step.get("timestamp"))
+        builder.from_source(step)
         builder.assistant(
             thought or text_of(step.get("response")),
             [{"id": call_id, "name": name, "arguments": {"command": action}}],

@@ -6,6 +6,72 @@ from django.conf import settings
 from django.db import migrations, models
 
 
+def fill_session_facts(apps, schema_editor):
+    """Fill the new facts of sessions recorded before them, from their Item rows (the
+    same rules as blobviewer.session_facts, restated here so that this migration keeps
+    working whatever that module becomes): start and end from the items' times, the
+    duration between them, steps (tool results paired with a call by call id), errors
+    (results marked is_error), each paired result's duration from its call's turn, and
+    SWE-agent's exit status, which its importer kept in the meta. Tokens were never
+    recorded, so they stay None until `manage.py ingest --rebuild` re-derives the session.
+
+    Our own session logs are derived today exactly as before importer versions existed
+    (their items' digests were already over the log's lines), so their sessions are
+    marked importer version 1 and need no rebuild. An imported recording without any times
+    was given its file's modification time as created_at; it sorts by its ingest time now.
+    """
+    Session = apps.get_model("blobviewer", "Session")
+    Item = apps.get_model("blobviewer", "Item")
+    for session in Session.objects.all().iterator(chunk_size=200):
+        calls = {}
+        for at, tool_calls in Item.objects.filter(
+            session_id=session.pk, type="assistant"
+        ).values_list("at", "tool_calls"):
+            for call in tool_calls if isinstance(tool_calls, list) else ():
+                call_id = call.get("id") if isinstance(call, dict) else None
+                if isinstance(call_id, str) and call_id:
+                    calls.setdefault(call_id, at)
+        steps = errors = 0
+        timed = []
+        for pk, call_id, at, is_error in Item.objects.filter(
+            session_id=session.pk, type="tool_result"
+        ).values_list("pk", "call_id", "at", "is_error"):
+            errors += is_error
+            if not call_id or call_id not in calls:
+                continue
+            steps += 1
+            call_at = calls[call_id]
+            if call_at is not None and at is not None and at >= call_at:
+                timed.append(Item(pk=pk, duration=at - call_at))
+        Item.objects.bulk_update(timed, ["duration"], batch_size=500)
+        times = Item.objects.filter(session_id=session.pk, at__isnull=False).aggregate(
+            first=models.Min("at"), last=models.Max("at")
+        )
+        session.started_at, session.ended_at = times["first"], times["last"]
+        if session.started_at is not None and session.ended_at is not None:
+            session.duration = session.ended_at - session.started_at
+        session.step_count, session.error_count = steps, errors
+        exit_status = (session.meta or {}).get("exit_status")
+        if session.source_format == "swe_agent" and isinstance(exit_status, str):
+            session.status = exit_status[:100]
+        if session.source_format == "blobviewer":
+            session.importer_version = 1
+        elif session.started_at is None:
+            session.created_at = session.ingested_at
+        session.save(
+            update_fields=[
+                "started_at",
+                "ended_at",
+                "duration",
+                "step_count",
+                "error_count",
+                "status",
+                "importer_version",
+                "created_at",
+            ]
+        )
+
+
 class Migration(migrations.Migration):
 
     dependencies = [
@@ -100,4 +166,5 @@ class Migration(migrations.Migration):
             name='step_count',
             field=models.PositiveIntegerField(default=0),
         ),
+        migrations.RunPython(fill_session_facts, migrations.RunPython.noop),
     ]

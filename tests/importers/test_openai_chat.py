@@ -57,6 +57,9 @@ def test_a_plain_list_of_messages_with_two_calls_and_parts(tmp_path: Path) -> No
         ],
     )
     records = load_recording(path).records
+    # Every record also carries the digest of the message it came from, which ingest keys
+    # the item by (tested in tests/importers/test_source_digests.py); the rest is the item.
+    assert len(records[0].pop("source_digest")) == 64
     assert records[0] == {
         "type": "user",
         "seq": 1,
