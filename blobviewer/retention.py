@@ -30,7 +30,17 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from blobviewer.data_dir import blob_store, renderings, sessions_dir
-from blobviewer.models import Blob, BlobRef, Item, PrunedBlob, PrunedSession, Session, ShareLink
+from blobviewer.models import (
+    Blob,
+    BlobRef,
+    Item,
+    PrunedBlob,
+    PrunedSession,
+    SearchChunk,
+    SearchedBlob,
+    Session,
+    ShareLink,
+)
 from core.blob_errors import BlobStoreError
 from core.blob_id import blob_created_at
 from core.blob_store import FsBlobStore
@@ -309,6 +319,9 @@ def _delete_blobs(blob_ids: Sequence[uuid.UUID]) -> list[uuid.UUID]:
         Blob.objects.filter(id__in=shared).update(
             missing=True, size=None, count=None, line_index=None, error="", indexed_at=now
         )
+        # Its text must not stay findable (the other rows take theirs along by cascade).
+        SearchChunk.objects.filter(blob_id__in=shared).delete()
+        SearchedBlob.objects.filter(blob_id__in=shared).delete()
         PrunedBlob.objects.filter(id__in=doomed).delete()
         PrunedBlob.objects.bulk_create(PrunedBlob(id=blob_id, pruned_at=now) for blob_id in doomed)
         deleted += doomed

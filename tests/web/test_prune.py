@@ -27,10 +27,13 @@ from blobviewer.models import (
     Item,
     PrunedBlob,
     PrunedSession,
+    SearchChunk,
+    SearchedBlob,
     Session,
     ShareLink,
 )
 from blobviewer.retention import PruneReport, RetentionError, parse_age, prune
+from blobviewer.search import index_pending_blobs
 from core.blob_id import BlobId, blob_created_at
 from core.blob_store import FsBlobStore
 from core.content import Structured, Text
@@ -328,6 +331,21 @@ def test_a_pruned_blob_keeps_its_row_only_for_its_share_links(record, blob_at, u
     row = Blob.objects.get(id=shared)
     assert row.missing and row.size is None and row.line_index is None
     assert ShareLink.objects.filter(pk=link.pk).exists()
+
+
+def test_a_pruned_blob_can_no_longer_be_found_by_search(record, blob_at, user, store):
+    shared = blob_at(200, "a needle in the haystack\n" * 40)
+    unshared = blob_at(200, "another needle\n" * 60)
+    record(120, blobs=(shared, unshared))
+    share(shared, user)
+    index_pending_blobs(store=store)
+    assert SearchChunk.objects.filter(blob_id__in=[shared, unshared]).count() >= 2
+
+    prune(older_than=NINETY_DAYS)
+
+    assert not SearchChunk.objects.filter(blob_id__in=[shared, unshared]).exists()
+    assert not SearchedBlob.objects.filter(blob_id__in=[shared, unshared]).exists()
+    assert not SearchChunk.objects.filter(folded__contains="needle").exists()
 
 
 def test_pruning_again_frees_nothing_more_and_keeps_the_dates(record, blob_at, user):
