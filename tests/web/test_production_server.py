@@ -409,3 +409,19 @@ def test_gunicorn_takes_workers_threads_and_address_from_the_environment():
     assert config["workers"] == "3"
     assert config["threads"] == "8"
     assert config["bind"] == "['0.0.0.0:9000']"
+
+
+def test_the_readme_names_every_environment_variable_the_site_reads():
+    readme = (ROOT / "README.md").read_text()
+    start = readme.index("## Run it for a team")
+    section = readme[start : readme.index("\n## ", start)]
+    settings_py = (ROOT / "blobviewer" / "settings.py").read_text()
+    preflight_py = (ROOT / "blobviewer" / "serve_preflight.py").read_text()
+    names = set(re.findall(r'_env_(?:bool|int|list)\("([A-Z][A-Z0-9_]+)"', settings_py))
+    names |= set(re.findall(r'os\.environ\.get\("([A-Z][A-Z0-9_]+)"', settings_py))
+    names |= set(re.findall(r'\benv(?:\.get\(|\[|, )"([A-Z][A-Z0-9_]+)"', preflight_py))
+    assert {"DEBUG", "DATABASE_URL", "BLOBVIEWER_PROXY_COUNT", "GUNICORN_THREADS"} <= names
+
+    undocumented = sorted(name for name in names if f"`{name}`" not in section)
+
+    assert undocumented == []
