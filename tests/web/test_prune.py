@@ -18,8 +18,9 @@ from django.urls import reverse
 from django.utils import timezone
 
 from blobviewer import blob_index, retention
+from blobviewer import ingest as ingest_module
 from blobviewer.data_dir import renderings
-from blobviewer.ingest import ingest_file
+from blobviewer.ingest import SessionPruned, ingest_file
 from blobviewer.models import (
     ApiToken,
     Blob,
@@ -300,6 +301,31 @@ def test_a_session_that_grows_while_prune_runs_is_kept(record, blob_at, store, m
     assert log.exists()
     assert store.exists_sync(output)
     assert not PrunedSession.objects.exists() and not PrunedBlob.objects.exists()
+
+
+def test_an_ingest_overtaken_by_a_prune_does_not_bring_the_session_back(
+    record, tmp_path, store, monkeypatch
+):
+    session = record(120, folder=tmp_path / "runs")
+    log = Path(session.source_path)
+    with log.open("a", encoding="utf-8") as file:
+        file.write(json.dumps(tool_result_item(2, "x" * 5000)) + "\n")  # promoted on the way
+    index_blobs = ingest_module.index_blobs
+
+    def prune_meanwhile(*args: Any, **kwargs: Any) -> Any:
+        # The ingest has checked for a tombstone and stored its blob; prune runs now.
+        prune(older_than=NINETY_DAYS)
+        return index_blobs(*args, **kwargs)
+
+    monkeypatch.setattr(ingest_module, "index_blobs", prune_meanwhile)
+    blobs_before = set(store.ids_sync())
+
+    with pytest.raises(SessionPruned):
+        ingest_file(log, store=store)
+
+    assert not Session.objects.filter(id=session.id).exists()
+    assert PrunedSession.objects.filter(id=session.id).exists()
+    assert set(store.ids_sync()) <= blobs_before  # its promoted output was discarded
 
 
 # --- tombstones ----------------------------------------------------------------------------
