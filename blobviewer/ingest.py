@@ -4,8 +4,22 @@
 session header and item records in the session log's shape (SPEC 2.10), so an importer for
 another agent's format only has to produce those. `ingest_file(path)` recognises a file's
 format by its content: our own session logs, or another agent's recording (see
-blobviewer.importers). Both are idempotent: items are keyed by (session, seq), so
-ingesting a log again, or after it grew, adds only the new items.
+blobviewer.importers). Both are idempotent: ingesting a log again, or after it grew, adds
+only the new items.
+
+Each item has a digest of where it came from: for another agent's recording, of its
+source record (the importer's `source_digest`: a JSON Lines line, or one message or step
+of a whole-document recording), never of what the importer made of it; for our own log,
+of the line's record. So an importer that changes what it derives still knows which items
+it recorded. Each session records the importer version that derived it
+(`Session.importer_version`); a plain ingest of a session recorded by another version
+appends nothing and says to run `manage.py ingest --rebuild`, which re-derives the
+session's items from its recording in place (see ingest_session's *rebuild*).
+
+Our own logs number their items themselves (their seqs are the items' seqs); another
+agent's recording is numbered by ingest: items already recorded keep their seq (matched
+by digest), new ones get the seqs after the largest, so `/sessions/<id>/items/<seq>/`
+links keep pointing at the same item.
 
 Tool outputs that a recording kept whole go through core's promotion on the way in, as a
 live Worker would have done: over the threshold, the output is stored as a blob and the
@@ -18,8 +32,8 @@ import hashlib
 import json
 import re
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -35,26 +49,33 @@ from blobviewer.importers import (
     OUR_FORMAT,
     RecordingError,
     UnknownFormat,
+    importer_version,
     load_sniffed,
     read_bytes,
     sniff,
 )
 from blobviewer.models import Blob, BlobRef, Item, PrunedSession, Session
 from blobviewer.retention import session_pruned_message
+from blobviewer.session_facts import fill_step_durations, update_session_facts
 from core.blob_errors import BlobStoreError
 from core.blob_id import BLOB_REF, blob_created_at, find_blob_refs
 from core.blob_store import FsBlobStore
-from core.content import Stored, utf8_size
+from core.content import Content, Stored, Text, encode_text, utf8_size
+from core.json_values import dumps_for_storage
 from core.policy import DEFAULT_POLICY, Policy
 from core.promotion import admit_sync, promote
 from core.session_log import MAX_SEQ, SessionLogError, parse_session_log
+from core.summary import summarize
 
 _BATCH = 500
+_TOKEN_FIELDS = ("input_tokens", "output_tokens", "context_tokens")
+_MAX_BIGINT = 2**63 - 1
 
 # Databases cannot hold every str Python can: PostgreSQL refuses NUL in text and JSON, and
 # neither database encodes lone surrogates. The log file keeps the original; the index
 # keeps a visible stand-in.
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+_HEX64 = re.compile("[0-9a-f]{64}")
 
 
 class IngestError(Exception):
@@ -79,10 +100,39 @@ class IngestResult:
     missing_blobs: int
     torn_tail: bool = False
     stored_blobs: tuple[uuid.UUID, ...] = ()  # the outputs this call promoted into the store
+    rebuilt: bool = False  # the session's items were re-derived (ingest_session's rebuild)
+    rederived_items: int = 0  # rebuild: items re-derived in place, under their own seq
+    removed_items: int = 0  # rebuild: items the importer no longer derives (a gap in seqs)
+    reused_blobs: int = 0  # rebuild: re-derived outputs equal to their old blob, kept as is
 
 
 class NotARecording(IngestError):
     """The file is in no format blobviewer reads (a folder scan skips such files)."""
+
+
+class OutdatedSession(IngestError):
+    """The session was recorded by another version of its importer: a plain ingest appends
+    nothing to it (its items would not match), and `manage.py ingest --rebuild` re-derives
+    it. The message is one line and names no server path (the upload API answers 409)."""
+
+    def __init__(
+        self, path: str, session_id: uuid.UUID, source_format: str, recorded: int, current: int
+    ) -> None:
+        if recorded < current:
+            message = (
+                f"session {session_id} was recorded by an older {source_format} importer "
+                f"(version {recorded}; this is version {current}): nothing appended; "
+                "run manage.py ingest --rebuild to re-derive it"
+            )
+        else:
+            message = (
+                f"session {session_id} was recorded by a newer {source_format} importer "
+                f"(version {recorded}; this is version {current}): nothing appended"
+            )
+        super().__init__(path, None, message)
+        self.session_id = session_id
+        self.recorded_version = recorded
+        self.current_version = current
 
 
 class SessionPruned(IngestError):
@@ -94,11 +144,18 @@ class SessionPruned(IngestError):
         self.tombstone = tombstone
 
 
-def ingest_file(path: Path, *, store: FsBlobStore, force: bool = False) -> IngestResult:
+def ingest_file(
+    path: Path,
+    *,
+    store: FsBlobStore,
+    force: bool = False,
+    rebuild: bool = False,
+) -> IngestResult:
     """Ingest a session log or another agent's recording, recognised by its content.
 
     A torn last line of a session log is skipped, to be read once it is complete. A pruned
-    session raises SessionPruned unless *force* (see ingest_session).
+    session raises SessionPruned unless *force* (see ingest_session). *rebuild*: as for
+    ingest_session.
     """
     try:
         data = read_bytes(path)
@@ -117,13 +174,19 @@ def ingest_file(path: Path, *, store: FsBlobStore, force: bool = False) -> Inges
             store=store,
             source_format=recording.format,
             force=force,
+            rebuild=rebuild,
         )
     try:
         log = parse_session_log(data, path)
     except SessionLogError as error:
         raise IngestError(str(path), error.line or None, error.message) from None
     result = ingest_session(
-        log.header, log.records, source_path=str(path), store=store, force=force
+        log.header,
+        log.records,
+        source_path=str(path),
+        store=store,
+        force=force,
+        rebuild=rebuild,
     )
     if log.torn_tail:
         result = IngestResult(**{**result.__dict__, "torn_tail": True})
@@ -139,13 +202,25 @@ def ingest_session(
     source_format: str = OUR_FORMAT,
     policy: Policy = DEFAULT_POLICY,
     force: bool = False,
+    rebuild: bool = False,
+    version: int | None = None,
 ) -> IngestResult:
-    """Upsert a session and add the records whose seq it does not have yet, atomically.
+    """Upsert a session and add the records it does not have yet, atomically.
 
     *header* has `id` (a UUID), `created_at` (ISO 8601), `title`, `model`, `meta`.
     Each record has `type` (user, assistant, tool_result), `seq`, `at`, and the item's
-    fields (importers may add `role` and `sidechain`). Outputs kept whole are promoted
+    fields (importers may add `role`, `sidechain`, the turn's `input_tokens`,
+    `output_tokens`, `context_tokens`, and `source_digest`, which keys the item instead of
+    a digest of the record; the header may add `status`). Outputs kept whole are promoted
     here, which also records how big they were (`received_bytes` in a record is ignored).
+
+    *version* is the importer version that derived *records* (default: the current one
+    for *source_format*). A session recorded by another version raises OutdatedSession and
+    nothing is written, unless *rebuild*: then a session recorded by an older version is
+    re-derived in place: items still derived keep their seq and are rewritten, a re-derived
+    output equal to the blob its item had keeps that blob (no new blob), items no longer
+    derived are deleted (their seqs stay unused), new items get seqs after the largest.
+    A *rebuild* of a session that is new or up to date is a plain ingest.
 
     Files are written and read (promotion, blob facts) before the transaction, so the
     database is not held locked meanwhile; if anything fails, the blobs this call stored
@@ -158,22 +233,37 @@ def ingest_session(
     if not force:
         _check_not_pruned(session_id, source_path)
     _check_unique_seqs(records, source_path)
-    known = _check_same_session(session_id, records, source_format, source_path)
+    version = importer_version(source_format) if version is None else version
+    plan = _check_same_session(
+        session_id,
+        _with_digests(records, source_format),
+        source_format,
+        source_path,
+        version=version,
+        rebuild=rebuild,
+    )
     written: list[uuid.UUID] = []
+    reused: list[uuid.UUID] = []
     try:
         new_records = [
-            {
-                **_promoted(
-                    record, store=store, policy=policy, source_path=source_path, written=written
-                ),
-                "digest": _digest(record),
-            }
-            for record in map(_as_recorded, records)
-            if record["seq"] not in known
+            _promoted(record, store=store, policy=policy, source_path=source_path, written=written)
+            for record in plan.new
+        ]
+        rederived_records = [
+            _promoted(
+                record,
+                store=store,
+                policy=policy,
+                source_path=source_path,
+                written=written,
+                reuse=plan.old_blobs.get(record["seq"]),
+                reused=reused,
+            )
+            for record in plan.rederived
         ]
         referenced = {
             blob_id
-            for record in new_records
+            for record in [*new_records, *rederived_records]
             for field in ("text", "output")
             for blob_id in find_blob_refs(_text(record.get(field)))
         }
@@ -185,9 +275,10 @@ def ingest_session(
                     "title": _storable(str(header.get("title") or ""))[:500],
                     "model": _storable(str(header.get("model") or ""))[:200],
                     "meta": _storable_json(header.get("meta") or {}),
-                    "created_at": _created_at(header, session_id),
+                    "created_at": _created_at(header, session_id, kept=plan.kept_created_at),
                     "source_path": source_path[:1000],
                     "source_format": source_format,
+                    "importer_version": version,
                 },
             )
             # Again under the session row's lock: a prune that committed meanwhile wins.
@@ -195,10 +286,13 @@ def ingest_session(
                 PrunedSession.objects.filter(id=session_id).delete()
             else:
                 _check_not_pruned(session_id, source_path)
-            items = Item.objects.bulk_create(
-                [_item(session, record) for record in new_records], batch_size=_BATCH
-            )
-            refs_by_item = {item: _refs(item) for item in items}
+            rederived = _rederive(session, plan, rederived_records)
+            new_items = [_item(session, record) for record in new_records]
+            fill_step_durations(session, [*new_items, *rederived])
+            items = Item.objects.bulk_create(new_items, batch_size=_BATCH)
+            rederived = Item.objects.bulk_create(rederived, batch_size=_BATCH)
+            _refresh_tokens(plan.grown_tokens)
+            refs_by_item = {item: _refs(item) for item in [*items, *rederived]}
             BlobRef.objects.bulk_create(
                 [
                     BlobRef(item=item, session=session, blob=blobs[blob_id])
@@ -209,11 +303,18 @@ def ingest_session(
             )
             unsized = [
                 item
-                for item, record in zip(items, new_records, strict=True)
+                for item, record in zip(
+                    [*items, *rederived], [*new_records, *rederived_records], strict=True
+                )
                 if "received_bytes" not in record
             ]
             _set_received_bytes(session, unsized, blobs)
             _update_totals(session)
+            update_session_facts(
+                session,
+                recorded_start=_datetime(header.get("created_at")),
+                status=_storable(_text(header.get("status"))),
+            )
     except BaseException as error:
         for blob_id in written:
             store.discard_sync(blob_id)
@@ -231,6 +332,10 @@ def ingest_session(
         blobs=session.blob_count,
         missing_blobs=sum(1 for blob in blobs.values() if blob.missing),
         stored_blobs=tuple(written),
+        rebuilt=plan.rebuild,
+        rederived_items=len(rederived),
+        removed_items=len(plan.removed),
+        reused_blobs=len(reused),
     )
 
 
@@ -266,11 +371,15 @@ def _promoted(
     policy: Policy,
     source_path: str,
     written: list[uuid.UUID],
+    reuse: uuid.UUID | None = None,
+    reused: list[uuid.UUID] | None = None,
 ) -> Mapping[str, Any]:
     """*record*, its tool output promoted when the recording kept a big one whole.
 
     An output that already starts with `[blob:<id>]` is a summary our Worker wrote, or an
-    inspect result (never promoted), and passes as it is.
+    inspect result (never promoted), and passes as it is. When the blob *reuse* (the one
+    the item had before a rebuild) holds exactly what promotion would store, the output is
+    summarised under that id and nothing is stored: share links to it keep working.
     """
     output = record.get("output")
     if record.get("type") != "tool_result" or not isinstance(output, str):
@@ -280,6 +389,11 @@ def _promoted(
     promoted = promote(output, policy)
     if not isinstance(promoted, Stored):
         return record
+    if reuse is not None and _holds(store, reuse, promoted.content):
+        if reused is not None:
+            reused.append(reuse)
+        summary = summarize(reuse, promoted.content, policy)
+        return {**record, "output": summary, "received_bytes": utf8_size(output)}
     try:
         admitted = admit_sync(promoted, store, policy)
     except BlobStoreError as error:
@@ -290,6 +404,21 @@ def _promoted(
     if admitted.blob_id is not None:
         written.append(admitted.blob_id)
     return {**record, "output": admitted.text, "received_bytes": utf8_size(output)}
+
+
+def _holds(store: FsBlobStore, blob_id: uuid.UUID, content: Content) -> bool:
+    """Whether the store's blob *blob_id* is byte for byte what storing *content* writes."""
+    try:
+        path = store.path_of(blob_id)
+        if isinstance(content, Text):
+            data, suffix = encode_text(content.text), ".txt"
+        else:
+            data, suffix = dumps_for_storage(content.value), ".json"
+        return (
+            path.suffix == suffix and path.stat().st_size == len(data) and path.read_bytes() == data
+        )
+    except (BlobStoreError, OSError, TypeError, ValueError, RecursionError):
+        return False  # unreadable or unencodable: store the output anew
 
 
 # --- helpers -------------------------------------------------------------------------------
@@ -326,12 +455,27 @@ def _check_same_session(
     records: Sequence[Mapping[str, Any]],
     source_format: str,
     source_path: str,
-) -> set[int]:
-    """The seqs already recorded for this session, after checking that *records* continue
-    that session rather than being another recording that claims its id."""
-    existing = Session.objects.filter(id=session_id).values("source_format", "source_path").first()
+    *,
+    version: int,
+    rebuild: bool = False,
+) -> _Plan:
+    """What to do with *records* (with their digests, see _with_digests): after checking
+    that they continue that session rather than being another recording that claims its
+    id, and that its importer version is *version* (else OutdatedSession, unless a
+    *rebuild* re-derives it)."""
+    existing = (
+        Session.objects.filter(id=session_id)
+        .values(
+            "source_format",
+            "source_path",
+            "importer_version",
+            "created_at",
+            "ingested_at",
+        )
+        .first()
+    )
     if existing is None:
-        return set()
+        return _Plan(new=list(records))
     if existing["source_format"] != source_format:
         raise IngestError(
             source_path,
@@ -339,17 +483,218 @@ def _check_same_session(
             f"session {session_id} is already recorded from a {existing['source_format']} "
             f"recording ({existing['source_path']}); this is a {source_format} one",
         )
-    recorded = dict(Item.objects.filter(session_id=session_id).values_list("seq", "digest"))
+    rows = [
+        _Row(*row)
+        for row in Item.objects.filter(session_id=session_id)
+        .order_by("seq")
+        .values_list("pk", "seq", "digest", "type", *_TOKEN_FIELDS)
+    ]
+    if not rows:  # a session not filled in yet (an upload's claim): anything goes in
+        return _Plan(new=list(records), kept_created_at=existing["created_at"])
+
+    def differs(seq: int) -> IngestError:
+        return IngestError(
+            source_path,
+            None,
+            f"seq {seq} differs from session {session_id} as already recorded "
+            f"from {existing['source_path']}: is this another run with the same id?",
+        )
+
+    recorded_version = existing["importer_version"]
+    authored = source_format == OUR_FORMAT  # our logs number their items themselves
+    if recorded_version < version and rebuild:
+        # A timeless recording sorted by the file's mtime before; now by when it ran, if
+        # the id says (our UUID v7 session ids), else by when it was first ingested.
+        kept = blob_created_at(session_id) or existing["ingested_at"]
+        plan = _rebuild_plan(
+            records, rows, authored=authored, legacy=recorded_version == 0, differs=differs
+        )
+        return _with_old_blobs(replace(plan, kept_created_at=kept))
+    if recorded_version != version:
+        raise OutdatedSession(source_path, session_id, source_format, recorded_version, version)
+    if authored:
+        by_seq = {row.seq: row for row in rows}
+        for record in records:
+            row = by_seq.get(record["seq"])
+            if row is not None and row.digest and row.digest != record["digest"]:
+                raise differs(record["seq"])
+        return _Plan(
+            new=[record for record in records if record["seq"] not in by_seq],
+            grown_tokens=_grown_tokens(records, {row.seq: row for row in rows}, "seq"),
+            kept_created_at=existing["created_at"],
+        )
+    # Another agent's recording may only have grown: the items already recorded come
+    # first, in their order, and every one of them is still there when anything is new.
+    by_digest = {row.digest: row for row in rows}
+    known = 0
+    while known < len(records) and records[known]["digest"] in by_digest:
+        known += 1
+    new = records[known:]
+    if new:
+        seen = {records[index]["digest"] for index in range(known)}
+        missing = [row.seq for row in rows if row.digest not in seen]
+        again = [by_digest[r["digest"]].seq for r in new if r["digest"] in by_digest]
+        if missing or again:
+            raise differs(min(missing or again))
+    return _Plan(
+        new=_numbered(new, after=max(row.seq for row in rows)),
+        grown_tokens=_grown_tokens(records[:known], by_digest, "digest"),
+        kept_created_at=existing["created_at"],
+    )
+
+
+@dataclass(frozen=True)
+class _Row:
+    """An item already recorded, as _check_same_session compares it."""
+
+    pk: int
+    seq: int
+    digest: str
+    type: str
+    input_tokens: int | None
+    output_tokens: int | None
+    context_tokens: int | None
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What an ingest does to a session's items. Every record carries its final seq."""
+
+    new: list[dict[str, Any]] = field(default_factory=list)  # items to add
+    # A rebuild: records that rewrite the item of their seq, that item's pk, and the blob
+    # its output was promoted to (kept when the new output is the same).
+    rederived: list[dict[str, Any]] = field(default_factory=list)
+    item_pks: dict[int, int] = field(default_factory=dict)
+    old_blobs: dict[int, uuid.UUID] = field(default_factory=dict)
+    removed: list[int] = field(default_factory=list)  # pks of items no longer derived
+    # Items already recorded whose tokens the recording now says more about (Claude Code
+    # adds an API message's final usage with its last line): pk -> token fields.
+    grown_tokens: dict[int, dict[str, int | None]] = field(default_factory=dict)
+    kept_created_at: datetime | None = None  # when the header has no time
+    rebuild: bool = False
+
+
+def _rebuild_plan(
+    records: list[dict[str, Any]],
+    rows: list[_Row],
+    *,
+    authored: bool,
+    legacy: bool,
+    differs: Callable[[int], IngestError],
+) -> _Plan:
+    """Match the re-derived *records* to the recorded *rows*: our own logs by seq (their
+    lines never go away, so nothing is removed); sessions recorded before digests were
+    over source records (importer version 0, *legacy*) by seq and type, which is where the
+    old importers put them; any other by digest."""
+    by_seq = {row.seq: row for row in rows}
+    matched: dict[int, _Row] = {}  # index in records -> the row it re-derives
+    if authored:
+        for index, record in enumerate(records):
+            row = by_seq.get(record["seq"])
+            if row is not None:
+                if row.digest and row.digest != record["digest"]:
+                    raise differs(record["seq"])
+                matched[index] = row
+    elif legacy:
+        for index, record in enumerate(records):
+            row = by_seq.get(record["seq"])
+            if row is not None and row.type == record.get("type"):
+                matched[index] = row
+    else:
+        by_digest = {row.digest: row for row in rows}
+        matched = {
+            index: by_digest[record["digest"]]
+            for index, record in enumerate(records)
+            if record["digest"] in by_digest
+        }
+        if not matched:  # not one item in common: not this session's recording
+            raise differs(rows[0].seq)
+    rederived = [{**records[index], "seq": row.seq} for index, row in matched.items()]
+    unmatched = [record for index, record in enumerate(records) if index not in matched]
+    if authored:
+        new = unmatched  # our logs' seqs are their own
+        removed: list[int] = []
+    else:
+        new = _numbered(unmatched, after=max(row.seq for row in rows))
+        kept = {row.pk for row in matched.values()}
+        removed = [row.pk for row in rows if row.pk not in kept]
+    return _Plan(
+        new=new,
+        rederived=rederived,
+        item_pks={row.seq: row.pk for row in matched.values()},
+        removed=removed,
+        rebuild=True,
+    )
+
+
+def _with_old_blobs(plan: _Plan) -> _Plan:
+    """*plan* with the blob each re-derived tool result's old item was promoted to."""
+    pks = list(plan.item_pks.values())
+    old = Item.objects.filter(pk__in=pks, type=Item.Type.TOOL_RESULT).only(
+        "pk", "seq", "type", "tool", "output"
+    )
+    blobs = {item.seq: blob for item in old if (blob := _promoted_blob(item)) is not None}
+    return replace(plan, old_blobs=blobs)
+
+
+def _numbered(records: list[dict[str, Any]], *, after: int) -> list[dict[str, Any]]:
+    """*records* numbered after the largest seq recorded (seqs are never reused)."""
+    return [{**record, "seq": after + n} for n, record in enumerate(records, start=1)]
+
+
+def _grown_tokens(
+    records: Sequence[Mapping[str, Any]], recorded: Mapping[Any, _Row], key: str
+) -> dict[int, dict[str, int | None]]:
+    grown = {}
+    for record in records:
+        row = recorded.get(record[key])
+        if row is None or not any(name in record for name in _TOKEN_FIELDS):
+            continue
+        tokens = {name: _tokens(record.get(name)) for name in _TOKEN_FIELDS}
+        if any(getattr(row, name) != value for name, value in tokens.items()):
+            grown[row.pk] = tokens
+    return grown
+
+
+def _refresh_tokens(grown: Mapping[int, Mapping[str, int | None]]) -> None:
+    Item.objects.bulk_update(
+        [Item(pk=pk, **tokens) for pk, tokens in grown.items()],
+        list(_TOKEN_FIELDS),
+        batch_size=_BATCH,
+    )
+
+
+def _rederive(session: Session, plan: _Plan, records: list[Mapping[str, Any]]) -> list[Item]:
+    """A rebuild's deletes: items no longer derived go, and so do the rows of re-derived
+    items (with their blob links, which the caller makes anew). Returns the re-derived
+    items, unsaved, with their old pk and seq, for the caller to insert again: one delete
+    and one insert instead of an update per row (Django's bulk_update writes a CASE per
+    field and row, far too slow for a session of thousands of items)."""
+    items = []
+    for record in records:
+        item = _item(session, record)
+        item.pk = plan.item_pks[record["seq"]]
+        items.append(item)
+    gone = [*plan.removed, *(item.pk for item in items)]
+    for start in range(0, len(gone), _BATCH):
+        Item.objects.filter(pk__in=gone[start : start + _BATCH]).delete()
+    return items
+
+
+def _with_digests(records: Sequence[Mapping[str, Any]], source_format: str) -> list[dict[str, Any]]:
+    """*records* as recorded (see _as_recorded), each with its `digest`: the importer's
+    `source_digest` for another agent's recording, else (our own logs, or an importer
+    that gives none) the digest of the record as it is, which for our log is the line."""
+    keyed = []
     for record in map(_as_recorded, records):
-        digest = recorded.get(record["seq"])
-        if digest and digest != _digest(record):
-            raise IngestError(
-                source_path,
-                None,
-                f"seq {record['seq']} differs from session {session_id} as already recorded "
-                f"from {existing['source_path']}: is this another run with the same id?",
-            )
-    return set(recorded)
+        source = record.get("source_digest")
+        data = {key: value for key, value in record.items() if key != "source_digest"}
+        if source_format != OUR_FORMAT and isinstance(source, str) and _HEX64.fullmatch(source):
+            data["digest"] = source
+        else:
+            data["digest"] = _digest(record)
+        keyed.append(data)
+    return keyed
 
 
 def _as_recorded(record: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -368,9 +713,13 @@ def _digest(record: Mapping[str, Any]) -> str:
     return hashlib.sha256(canonical).hexdigest()
 
 
-def _created_at(header: Mapping[str, Any], session_id: uuid.UUID) -> datetime:
+def _created_at(
+    header: Mapping[str, Any], session_id: uuid.UUID, *, kept: datetime | None = None
+) -> datetime:
+    """The header's time; else *kept* (an existing session keeps its time), else the
+    session id's (UUID v7), else now: a timeless recording sorts by when it was ingested."""
     parsed = _datetime(header.get("created_at"))
-    return parsed or blob_created_at(session_id) or timezone.now()
+    return parsed or kept or blob_created_at(session_id) or timezone.now()
 
 
 def _datetime(value: Any) -> datetime | None:
@@ -420,11 +769,21 @@ def _item(session: Session, record: Mapping[str, Any]) -> Item:
         sidechain=record.get("sidechain") is True,
         output_bytes=output_bytes,
         received_bytes=received,
+        input_tokens=_tokens(record.get("input_tokens")),
+        output_tokens=_tokens(record.get("output_tokens")),
+        context_tokens=_tokens(record.get("context_tokens")),
     )
 
 
 def _text(value: Any) -> str:
     return value if isinstance(value, str) else ""
+
+
+def _tokens(value: Any) -> int | None:
+    """A token count a database column holds, else None (not recorded)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= _MAX_BIGINT:
+        return None
+    return value
 
 
 def _tool_calls(value: Any) -> list[dict[str, Any]]:

@@ -26,7 +26,13 @@ from django.http.multipartparser import MultiPartParserError
 
 from blobviewer.blob_index import refresh_blob
 from blobviewer.data_dir import blob_store, sessions_dir
-from blobviewer.ingest import IngestError, IngestResult, SessionPruned, ingest_session
+from blobviewer.ingest import (
+    IngestError,
+    IngestResult,
+    OutdatedSession,
+    SessionPruned,
+    ingest_session,
+)
 from blobviewer.models import Blob, BlobRef, Session
 from blobviewer.retention import upload_refusal
 from core.blob_id import BlobId, parse_blob_id
@@ -153,6 +159,8 @@ def save_upload(upload: Upload) -> UploadResult:
         if isinstance(error, SessionPruned):  # pruned while this upload was on its way
             refusal = upload_refusal(upload.log.id, ()) or error.message
             raise UploadError(refusal, status=410) from None
+        if isinstance(error, OutdatedSession):  # recorded by another importer version
+            raise UploadError(error.message, status=409) from None
         if isinstance(error, IngestError):
             raise UploadError(_at_line(error.line, error.message)) from None
         raise
