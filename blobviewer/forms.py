@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django import forms
 from django.conf import settings
+from django.core.validators import ProhibitNullCharactersValidator
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from blobviewer.models import Blob, Item, Session
@@ -46,10 +47,23 @@ class BlobFilterForm(forms.Form):
         return blobs.filter(kind=kind, missing=False)
 
 
+class SelectorField(forms.CharField):
+    """A selector's text. Core's parser is its judge, so that a selector means the same
+    here as in the inspect tool and the CLI: Django's check for NUL characters is left
+    out (`grep:a\x00b` is a valid selector; its canonical form, the one a share link
+    stores, writes control characters as JSON escapes)."""
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(required=False, max_length=1000, strip=True, **kwargs)
+        self.validators = [
+            v for v in self.validators if not isinstance(v, ProhibitNullCharactersValidator)
+        ]
+
+
 class SelectorForm(forms.Form):
     """The selector box; a valid form has the parsed Selector in cleaned_data["parsed"]."""
 
-    selector = forms.CharField(required=False, max_length=1000, strip=True)
+    selector = SelectorField()
 
     def clean(self) -> dict[str, object]:
         data = super().clean() or {}
@@ -71,7 +85,7 @@ def _expiry_choices() -> list[tuple[int, str]]:
 
 
 class ShareLinkForm(forms.Form):
-    selector = forms.CharField(required=False, max_length=1000, strip=True)
+    selector = SelectorField()
     days = forms.TypedChoiceField(choices=_expiry_choices, coerce=int, label="expires in")
 
     def __init__(self, *args: object, **kwargs: object) -> None:

@@ -219,6 +219,19 @@ BLOBVIEWER_UPLOAD_MAX_BYTES = _env_int("BLOBVIEWER_UPLOAD_MAX_BYTES", 50 * 1024 
 # off a long session. The byte limit above still bounds the whole upload.
 DATA_UPLOAD_MAX_NUMBER_FILES = _env_int("BLOBVIEWER_UPLOAD_MAX_FILES", 1000)
 
+# Expensive selector evaluations (a grep: step, or any selector on a blob over
+# BLOBVIEWER_EXPENSIVE_BYTES) run at most BLOBVIEWER_EXPENSIVE_CONCURRENCY at a time across
+# all worker processes; another waits up to BLOBVIEWER_EXPENSIVE_WAIT_SECONDS for a turn,
+# then gets 429 (blobviewer/expensive.py).
+BLOBVIEWER_EXPENSIVE_BYTES = _env_int("BLOBVIEWER_EXPENSIVE_BYTES", 10 * 1024 * 1024)
+BLOBVIEWER_EXPENSIVE_CONCURRENCY = _env_int("BLOBVIEWER_EXPENSIVE_CONCURRENCY", 2)
+BLOBVIEWER_EXPENSIVE_WAIT_SECONDS = _env_int("BLOBVIEWER_EXPENSIVE_WAIT_SECONDS", 2)
+if BLOBVIEWER_EXPENSIVE_CONCURRENCY < 1 or BLOBVIEWER_EXPENSIVE_WAIT_SECONDS < 0:
+    raise ImproperlyConfigured(
+        "BLOBVIEWER_EXPENSIVE_CONCURRENCY must be at least 1 and "
+        "BLOBVIEWER_EXPENSIVE_WAIT_SECONDS at least 0"
+    )
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

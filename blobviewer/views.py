@@ -24,6 +24,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from blobviewer.blob_display import Page, blob_page, selector_url
 from blobviewer.blob_index import as_missing, blob_for_view, indexed_blob, store_index_note
 from blobviewer.data_dir import blob_store
+from blobviewer.expensive import Busy, evaluation_slot, stored_size
 from blobviewer.forms import (
     ApiTokenForm,
     BlobFilterForm,
@@ -38,7 +39,7 @@ from blobviewer.timeline import item_blob_refs, timeline_items
 from core.blob_store import BlobNotFound, BlobStoreError
 from core.content import encode_text
 from core.inspect_tool import InspectError, inspect_blob
-from core.selectors import SelectorError
+from core.selectors import SelectorError, escape_surrogates
 
 SESSIONS_PER_PAGE = 50
 ITEMS_PER_PAGE = 100
@@ -84,20 +85,32 @@ def _view_id(request: HttpRequest) -> str:
 
 
 def _blob_view_context(
-    request: HttpRequest, blob: Blob, *, base_url: str, default_selector: str = ""
+    request: HttpRequest,
+    blob: Blob,
+    *,
+    base_url: str,
+    default_selector: str = "",
+    selector_text: str | None = None,
 ) -> tuple[dict[str, Any], int]:
-    """The selector form and the selected page of *blob*, and the status to answer with."""
-    data = request.GET if "selector" in request.GET else {"selector": default_selector}
-    form = SelectorForm(data)
+    """The selector form and the selected page of *blob*, and the status to answer with:
+    400 for a bad selector, 429 when the server is busy with other expensive ones.
+    The selector is *selector_text*, else the query's, else *default_selector*."""
+    if selector_text is None:
+        selector_text = request.GET.get("selector", default_selector)
+    form = SelectorForm({"selector": selector_text})
     page, status = None, 200
     if not form.is_valid():
         status = 400
     elif not blob.missing and not blob.error:
         store = blob_store()
         try:
-            page = blob_page(
-                blob, form.parsed, store=store, start=_positive_int(request.GET.get("start"))
-            )
+            with evaluation_slot(form.parsed, blob.size or 0):
+                page = blob_page(
+                    blob, form.parsed, store=store, start=_positive_int(request.GET.get("start"))
+                )
+        except Busy as error:
+            form.add_error("selector", str(error))
+            status = 429
         except SelectorError as error:
             form.add_error("selector", str(error))
             status = 400
@@ -105,8 +118,12 @@ def _blob_view_context(
             blob = as_missing(blob)
         except BlobStoreError as error:  # damaged: say so on the page, not with a 500
             blob.error = str(error)
+    # What the box shows again: a lone surrogate (which the parser refused) escaped, as
+    # the error shows it, since no page can carry one.
     selector = (
-        form.cleaned_data.get("selector", "") if form.is_valid() else data.get("selector", "")
+        form.cleaned_data.get("selector", "")
+        if form.is_valid()
+        else escape_surrogates(selector_text)
     )
     view_id = _view_id(request)
     context = {
@@ -280,8 +297,12 @@ def api_inspect(request: HttpRequest, blob_id: uuid.UUID) -> HttpResponse:
     store = blob_store()
     if not store.exists_sync(blob_id):
         return _plain_text(f"blob {blob_id} not found", status=404)
+    selector = request.GET.get("selector") or None
     try:
-        result = inspect_blob(store, str(blob_id), request.GET.get("selector") or None)
+        with evaluation_slot(selector, stored_size(store, blob_id)):
+            result = inspect_blob(store, str(blob_id), selector)
+    except Busy as error:
+        return _plain_text(str(error), status=429)
     except InspectError as error:
         return _plain_text(str(error), status=400)
     return _plain_text(result)
@@ -380,8 +401,7 @@ def share_create(request: HttpRequest, blob_id: uuid.UUID) -> HttpResponse:
         raise Http404("No blob has this id.")
     form = ShareLinkForm(request.POST)
     if not form.is_valid():
-        messages.error(request, "Could not share: " + " ".join(form.errors.get("selector", [])))
-        return redirect("blob_detail", blob_id=blob.id)
+        return _share_refused(request, blob, form)
     link = ShareLink.objects.create(
         blob=blob,
         selector=form.cleaned_data["selector"],
@@ -390,6 +410,22 @@ def share_create(request: HttpRequest, blob_id: uuid.UUID) -> HttpResponse:
     )
     messages.success(request, "Share link created. Anyone with the link can see this blob.")
     return redirect(f"{reverse('share_list')}#share-{link.pk}")
+
+
+def _share_refused(request: HttpRequest, blob: Blob, form: ShareLinkForm) -> HttpResponse:
+    """400: the blob's page again with the selector that was to be shared, its error
+    beside the box as the page shows it; any other field's error as a message."""
+    context, status = _blob_view_context(
+        request,
+        blob,
+        base_url=reverse("blob_detail", args=[blob.id]),
+        selector_text=request.POST.get("selector", ""),
+    )
+    for name, errors in form.errors.items():
+        if name != "selector":
+            messages.error(request, f"Could not share: {name}: {' '.join(errors)}")
+    context["raw_url"] = reverse("blob_raw", args=[blob.id])
+    return render(request, "blob_detail.html", context, status=max(status, 400))
 
 
 @require_GET

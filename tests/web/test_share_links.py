@@ -66,7 +66,8 @@ def test_it_refuses_to_share_a_bad_selector(logged_in_client, sample_session):
 
     response = logged_in_client.post(url, {"selector": "lines:x", "days": "7"})
 
-    assert response.status_code == 302
+    assert response.status_code == 400
+    assert "lines: expects A-B, A or A-" in response.content.decode()
     assert not ShareLink.objects.exists()
 
 
