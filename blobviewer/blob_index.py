@@ -249,16 +249,23 @@ def index_store(
     vanished = sorted(
         blob_id for blob_id, (missing, _) in rows.items() if not missing and blob_id not in on_disk
     )
-    to_read = [(blob_id, None) for blob_id in new] + [(blob_id, blob_id) for blob_id in stale]
     every = max(1, every)
-    total = len(to_read) + len(vanished)
+    total = len(new) + len(stale) + len(vanished)
     done = 0
-    for start in range(0, len(to_read), every):
-        batch = to_read[start : start + every]
+    for start in range(0, len(new), every):
+        batch = new[start : start + every]
+        facts = [read_blob_facts(blob_id, store=store, render=True) for blob_id in batch]
+        # One INSERT a batch. A row that ingest or an upload made meanwhile holds the same
+        # facts (blobs are immutable), so it is kept as it is.
+        Blob.objects.bulk_create(facts, batch_size=500, ignore_conflicts=True)
+        done += len(batch)
+        if progress:
+            progress(done, total)
+    for start in range(0, len(stale), every):
+        batch = stale[start : start + every]
         with transaction.atomic():
-            known = Blob.objects.in_bulk([row_id for _, row_id in batch if row_id])
-            for blob_id, row_id in batch:
-                refresh_blob(blob_id, store=store, row=known.get(row_id) if row_id else None)
+            for row in Blob.objects.filter(id__in=batch):
+                refresh_blob(row.id, store=store, row=row)
         done += len(batch)
         if progress:
             progress(done, total)
