@@ -432,6 +432,18 @@ def test_refusing_to_share_shows_the_blob_page_with_the_error_beside_the_box(
     assert not ShareLink.objects.exists()
 
 
+def test_an_expiry_that_is_not_offered_is_refused_with_400_and_says_why(logged_in_client, blobs):
+    response = logged_in_client.post(
+        reverse("share_create", args=[blobs.ids["text"]]), {"selector": "lines:2", "days": "5"}
+    )
+    assert response.status_code == 400
+    assert "Could not share: days: Select a valid choice. 5 is not one of" in (
+        response.content.decode()
+    )
+    assert 'value="lines:2"' in response.content.decode()
+    assert not ShareLink.objects.exists()
+
+
 def test_the_cli_refuses_a_raw_lone_surrogate_from_an_undecodable_argument(
     blobs: Blobs, tmp_path: Path
 ) -> None:
