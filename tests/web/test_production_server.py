@@ -261,7 +261,8 @@ def test_make_serve_runs_gunicorn_behind_an_https_proxy(server: Server):
     assert css.status_code == 200
     assert css.headers["Content-Type"].startswith("text/css")
     assert "immutable" in css.headers["Cache-Control"]  # WhiteNoise's hashed-file answer
-    assert css.content == (ROOT / "static" / "css" / "site.css").read_bytes()
+    collected = Path(server.env["STATIC_ROOT"]) / stylesheet.group(1).removeprefix("/static/")
+    assert css.content == collected.read_bytes()
 
     # Login throttling is in the path, counted in the database across both workers.
     for _ in range(FAILURE_LIMIT - 1):
@@ -425,3 +426,27 @@ def test_the_readme_names_every_environment_variable_the_site_reads():
     undocumented = sorted(name for name in names if f"`{name}`" not in section)
 
     assert undocumented == []
+
+
+# --- make run stays the development server ----------------------------------------------
+
+
+def make_run_dry(*args: str) -> str:
+    """The commands `make run` would run (make -n runs none of them)."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(LEAKY)}
+    result = subprocess.run(
+        ["make", "--no-print-directory", "-n", "-o", "venv", "run", *args],
+        cwd=ROOT,
+        env=clean,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return result.stdout
+
+
+def test_make_run_serves_the_demo_on_port_8000_unless_told_another():
+    assert "manage.py serve_demo 127.0.0.1:8000" in make_run_dry()
+    assert "manage.py serve_demo 127.0.0.1:8001" in make_run_dry("PORT=8001")
+    assert "gunicorn" not in make_run_dry()
