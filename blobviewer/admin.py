@@ -21,6 +21,7 @@ from blobviewer.models import (
 class SessionAdmin(admin.ModelAdmin):
     list_display = [
         "title",
+        "owner",
         "model",
         "created_at",
         "item_count",
@@ -30,8 +31,12 @@ class SessionAdmin(admin.ModelAdmin):
         "output_bytes_in_history",
     ]
     list_filter = ["model", "source_format"]
-    search_fields = ["id", "title"]
+    search_fields = ["id", "title", "owner__username"]
     readonly_fields = ["ingested_at", "updated_at"]
+    # Only the owner's API tokens may add to a session; set it here or with
+    # `manage.py sessions chown`. A raw id, not a select of every user.
+    raw_id_fields = ["owner"]
+    list_select_related = ["owner"]
 
 
 @admin.register(Item)
@@ -92,6 +97,7 @@ class ApiTokenAdmin(admin.ModelAdmin):
     def revoke(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:
         revoked = queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
         self.message_user(request, f"{revoked} token(s) revoked.")
+
 
 class TombstoneAdmin(admin.ModelAdmin):
     """Tombstones are written by `manage.py prune` only. Deleting one lets its session be

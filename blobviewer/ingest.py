@@ -39,6 +39,8 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser
 from django.db import DatabaseError, transaction
 from django.db.models import Count, F, Q, Sum
 from django.utils import timezone
@@ -79,14 +81,20 @@ _HEX64 = re.compile("[0-9a-f]{64}")
 
 
 class IngestError(Exception):
-    """A session could not be ingested; nothing of it was written. Reads `path:line: msg`."""
+    """A session could not be ingested; nothing of it was written. Reads `path:line: msg`.
 
-    def __init__(self, path: str, line: int | None, message: str) -> None:
+    *message* never names a path on the server, so the upload API can pass it on;
+    *detail* is for the operator at the command line (e.g. the file a session was
+    recorded from) and is only part of str(error).
+    """
+
+    def __init__(self, path: str, line: int | None, message: str, *, detail: str = "") -> None:
         self.path = path
         self.line = line
         self.message = message
+        self.detail = detail
         where = f"{path}:{line}" if line else path
-        super().__init__(f"{where}: {message}")
+        super().__init__(f"{where}: {message}" + (f" ({detail})" if detail else ""))
 
 
 @dataclass(frozen=True)
@@ -149,13 +157,14 @@ def ingest_file(
     *,
     store: FsBlobStore,
     force: bool = False,
+    owner: AbstractBaseUser | None = None,
     rebuild: bool = False,
 ) -> IngestResult:
     """Ingest a session log or another agent's recording, recognised by its content.
 
     A torn last line of a session log is skipped, to be read once it is complete. A pruned
-    session raises SessionPruned unless *force* (see ingest_session). *rebuild*: as for
-    ingest_session.
+    session raises SessionPruned unless *force* (see ingest_session). *owner* and
+    *rebuild*: as for ingest_session.
     """
     try:
         data = read_bytes(path)
@@ -174,6 +183,7 @@ def ingest_file(
             store=store,
             source_format=recording.format,
             force=force,
+            owner=owner,
             rebuild=rebuild,
         )
     try:
@@ -186,6 +196,7 @@ def ingest_file(
         source_path=str(path),
         store=store,
         force=force,
+        owner=owner,
         rebuild=rebuild,
     )
     if log.torn_tail:
@@ -202,6 +213,7 @@ def ingest_session(
     source_format: str = OUR_FORMAT,
     policy: Policy = DEFAULT_POLICY,
     force: bool = False,
+    owner: AbstractBaseUser | None = None,
     rebuild: bool = False,
     version: int | None = None,
 ) -> IngestResult:
@@ -222,6 +234,9 @@ def ingest_session(
     derived are deleted (their seqs stay unused), new items get seqs after the largest.
     A *rebuild* of a session that is new or up to date is a plain ingest.
 
+    *owner* becomes the owner of a session this creates, or of one that has none yet; a
+    session owned by another user is refused. None leaves ownership as it is.
+
     Files are written and read (promotion, blob facts) before the transaction, so the
     database is not held locked meanwhile; if anything fails, the blobs this call stored
     are discarded again, so a failed ingest leaves nothing behind.
@@ -239,6 +254,7 @@ def ingest_session(
         _with_digests(records, source_format),
         source_format,
         source_path,
+        owner,
         version=version,
         rebuild=rebuild,
     )
@@ -281,6 +297,13 @@ def ingest_session(
                     "importer_version": version,
                 },
             )
+            if owner is not None and session.owner_id != owner.pk:
+                # Checked again under the row lock update_or_create took: another ingest
+                # may have given the session an owner since _check_same_session looked.
+                if session.owner_id is not None:
+                    raise _owned_by_another(session_id, source_path, session.owner_id)
+                session.owner = owner
+                session.save(update_fields=["owner"])
             # Again under the session row's lock: a prune that committed meanwhile wins.
             if force:
                 PrunedSession.objects.filter(id=session_id).delete()
@@ -397,9 +420,13 @@ def _promoted(
     try:
         admitted = admit_sync(promoted, store, policy)
     except BlobStoreError as error:
+        # The store's own message may name its folder: that is for the operator only.
         seq = record.get("seq")
         raise IngestError(
-            source_path, None, f"seq {seq}: cannot store its output: {error}"
+            source_path,
+            None,
+            f"seq {seq}: the blob store cannot store its output",
+            detail=str(error),
         ) from None
     if admitted.blob_id is not None:
         written.append(admitted.blob_id)
@@ -455,19 +482,23 @@ def _check_same_session(
     records: Sequence[Mapping[str, Any]],
     source_format: str,
     source_path: str,
+    owner: AbstractBaseUser | None = None,
     *,
     version: int,
     rebuild: bool = False,
 ) -> _Plan:
     """What to do with *records* (with their digests, see _with_digests): after checking
     that they continue that session rather than being another recording that claims its
-    id, and that its importer version is *version* (else OutdatedSession, unless a
-    *rebuild* re-derives it)."""
+    id, that the session is no other user's than *owner*'s, and that its importer version
+    is *version* (else OutdatedSession, unless a *rebuild* re-derives it). The messages
+    name no server path (the upload API passes them on): where the session was recorded
+    from is in the detail."""
     existing = (
         Session.objects.filter(id=session_id)
         .values(
             "source_format",
             "source_path",
+            "owner_id",
             "importer_version",
             "created_at",
             "ingested_at",
@@ -476,12 +507,16 @@ def _check_same_session(
     )
     if existing is None:
         return _Plan(new=list(records))
+    recorded_from = f"recorded from {existing['source_path']}" if existing["source_path"] else ""
+    if owner is not None and existing["owner_id"] not in (None, owner.pk):
+        raise _owned_by_another(session_id, source_path, existing["owner_id"])
     if existing["source_format"] != source_format:
         raise IngestError(
             source_path,
             None,
             f"session {session_id} is already recorded from a {existing['source_format']} "
-            f"recording ({existing['source_path']}); this is a {source_format} one",
+            f"recording; this is a {source_format} one",
+            detail=recorded_from,
         )
     rows = [
         _Row(*row)
@@ -496,8 +531,9 @@ def _check_same_session(
         return IngestError(
             source_path,
             None,
-            f"seq {seq} differs from session {session_id} as already recorded "
-            f"from {existing['source_path']}: is this another run with the same id?",
+            f"seq {seq} differs from session {session_id} as already recorded: "
+            "is this another run with the same id?",
+            detail=recorded_from,
         )
 
     recorded_version = existing["importer_version"]
@@ -695,6 +731,16 @@ def _with_digests(records: Sequence[Mapping[str, Any]], source_format: str) -> l
             data["digest"] = _digest(record)
         keyed.append(data)
     return keyed
+
+
+def _owned_by_another(session_id: uuid.UUID, source_path: str, owner_id: Any) -> IngestError:
+    owner = get_user_model().objects.filter(pk=owner_id).first()
+    return IngestError(
+        source_path,
+        None,
+        f"session {session_id} belongs to another user; manage.py sessions chown changes it",
+        detail=f"its owner is {owner}" if owner else "",
+    )
 
 
 def _as_recorded(record: Mapping[str, Any]) -> Mapping[str, Any]:

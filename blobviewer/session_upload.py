@@ -2,8 +2,12 @@
 
 An upload is read and checked whole before anything is kept: the log is parsed from a
 temporary file, and every blob file must be named `<uuid>.txt` or `<uuid>.json` and
-decode as its suffix says. Only then are the blobs stored, the log saved as
-`sessions/<id>.jsonl` and the session ingested, so a malformed upload leaves no trace.
+decode as its suffix says. Then, before anything is stored, the session must be the
+token's user's (or new: it becomes theirs), the log must continue the one saved before
+byte for byte, and each blob it fills in must be the user's to send
+(blobviewer.session_ownership). Only then are the blobs stored, the log saved as
+`sessions/<id>.jsonl` and the session ingested, so a refused upload leaves no trace.
+No message sent to a client names a path on the server.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import os
 import re
 import tempfile
+import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -18,6 +23,7 @@ from pathlib import Path
 from typing import IO
 
 from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
@@ -25,7 +31,7 @@ from django.http import HttpRequest
 from django.http.multipartparser import MultiPartParserError
 
 from blobviewer.blob_index import refresh_blob
-from blobviewer.data_dir import blob_store, sessions_dir
+from blobviewer.data_dir import blob_store, data_dir, sessions_dir
 from blobviewer.ingest import (
     IngestError,
     IngestResult,
@@ -35,6 +41,7 @@ from blobviewer.ingest import (
 )
 from blobviewer.models import Blob, BlobRef, Session
 from blobviewer.retention import upload_refusal
+from blobviewer.session_ownership import NotYours, check_blob_fills, claim_session
 from core.blob_id import BlobId, parse_blob_id
 from core.content import Content, Structured, Text, decode_text
 from core.json_values import JsonError, parse_json
@@ -121,13 +128,16 @@ def received_upload(request: HttpRequest, *, max_bytes: int) -> Iterator[Upload]
         temp.unlink(missing_ok=True)
 
 
-def save_upload(upload: Upload) -> UploadResult:
-    """Store the blobs, save the log and ingest the session; the same upload twice adds
-    nothing. Raises UploadError when ingest refuses the session; the database is then as
-    it was. 410, with nothing written, when the session or a blob the upload brings was
-    deleted by retention."""
+def save_upload(upload: Upload, *, owner: AbstractBaseUser) -> UploadResult:
+    """Store the blobs, save the log and ingest the session for *owner*, the token's user;
+    the same upload twice adds nothing. Raises UploadError, with nothing written: 403 when
+    the session is another user's or nobody's, or a blob it fills in is not the user's to
+    send; 409 when the log does not continue the one saved before; 410 when the session, or
+    a blob the upload brings, was deleted by retention; 400 when ingest refuses the session
+    (the database is then as it was)."""
     store = blob_store()
-    path = sessions_dir() / f"{upload.log.id}.jsonl"
+    session_id = uuid.UUID(upload.log.id)
+    path = sessions_dir() / f"{session_id}.jsonl"
     added: list[BlobId] = []
     result: IngestResult | None = None
     # A session or a blob that retention deleted is not recorded again: 410, nothing written.
@@ -135,6 +145,12 @@ def save_upload(upload: Upload) -> UploadResult:
         raise UploadError(refusal, status=410)
     try:
         with transaction.atomic():
+            # Before anything is stored: the session is the user's (its row stays locked
+            # to the end, so uploads of one session take turns), the log only grows, and
+            # every blob it fills in is the user's to send.
+            claim_session(session_id, owner)
+            replace_log = _log_continues(path, upload.log_file, session_id=session_id)
+            check_blob_fills(upload.blobs, user=owner, store=store)
             for blob_id, content in upload.blobs.items():
                 if store.put_sync(blob_id, content):  # False: already stored, and immutable
                     added.append(blob_id)
@@ -144,11 +160,13 @@ def save_upload(upload: Upload) -> UploadResult:
                 source_path=str(path),
                 store=store,
                 source_format="blobviewer",
+                owner=owner,
             )
             # Blobs sent after the items that reference them: their rows said "missing".
             for blob in Blob.objects.filter(id__in=added, missing=True):
                 refresh_blob(blob.id, store=store, row=blob)
-            _save_log(upload.log_file, path, lines=upload.line_count)
+            if replace_log:
+                _save_log(upload.log_file, path)
     except BaseException as error:
         # The blobs this upload sent stay in the store: a concurrent upload may already
         # rely on one that this one happened to write first, and a blob no session
@@ -156,13 +174,15 @@ def save_upload(upload: Upload) -> UploadResult:
         # have fresh ids that nothing else can know, so they go.
         for blob_id in result.stored_blobs if result else ():
             store.discard_sync(blob_id)
+        if isinstance(error, NotYours):
+            raise UploadError(str(error), status=403) from None
         if isinstance(error, SessionPruned):  # pruned while this upload was on its way
             refusal = upload_refusal(upload.log.id, ()) or error.message
             raise UploadError(refusal, status=410) from None
         if isinstance(error, OutdatedSession):  # recorded by another importer version
             raise UploadError(error.message, status=409) from None
         if isinstance(error, IngestError):
-            raise UploadError(_at_line(error.line, error.message)) from None
+            raise UploadError(_without_server_paths(_at_line(error.line, error.message))) from None
         raise
     referenced = BlobRef.objects.filter(session_id=result.session_id).values("blob_id")
     return UploadResult(
@@ -296,21 +316,65 @@ def _at_line(line: int | None, message: str) -> str:
     return f"line {line}: {message}" if line else message
 
 
+def _without_server_paths(message: str) -> str:
+    # Ingest words its messages for clients (paths go to IngestError.detail, for the
+    # CLI), but an error from below, a database's or a file system's, could still carry
+    # one in: the data directory's path never leaves the server.
+    root = data_dir()
+    for spelling in sorted({str(root.resolve()), str(root.absolute())}, key=len, reverse=True):
+        message = message.replace(spelling, "<data>")
+    return message
+
+
 # --- writing -------------------------------------------------------------------------------
 
 
-def _save_log(temp: Path, path: Path, *, lines: int) -> None:
-    """Move the uploaded log into place, unless the log there is longer (an agent may send
-    a copy of its log while the run goes on; an older copy must not shorten it)."""
-    if path.exists() and _line_count(path) > lines:
-        return
+def _log_continues(saved: Path, upload: Path, *, session_id: uuid.UUID) -> bool:
+    """Whether the uploaded log should replace the one saved: True when none is saved or
+    the saved one is a byte prefix of the upload (the log grew); False when the upload is
+    a byte prefix of the saved one (the same log, or an older copy sent late: a copy must
+    never shorten it). Anything else would rewrite what was recorded, so it raises
+    UploadError 409 naming the first line that differs. Both files are streamed."""
+    try:
+        old_file = saved.open("rb")
+    except FileNotFoundError:
+        return True
+    with old_file, upload.open("rb") as new_file:
+        newlines = 0  # in the bytes that matched so far
+        while True:
+            # A buffered read of a regular file returns _CHUNK bytes unless at the end.
+            old, new = old_file.read(_CHUNK), new_file.read(_CHUNK)
+            if old == new:
+                if not old:
+                    return False  # byte for byte the same
+                newlines += old.count(b"\n")
+                continue
+            same = _common_prefix(old, new)
+            if same == len(old):
+                return True  # the saved log ended here; the upload goes on
+            if same == len(new):
+                return False  # the upload ended here; the saved log goes on
+            line = newlines + old.count(b"\n", 0, same) + 1
+            raise UploadError(
+                f"line {line}: differs from session {session_id}'s log as already recorded; "
+                "an upload may only add lines after the ones recorded",
+                status=409,
+            )
+
+
+def _common_prefix(a: bytes, b: bytes) -> int:
+    """How many bytes *a* and *b* share at the start (at most one chunk each)."""
+    limit = min(len(a), len(b))
+    low, high = 0, limit  # a[:low] == b[:low], and the shared prefix is at most high
+    while low < high:  # binary search: slices compare in C, byte loops do not
+        middle = (low + high + 1) // 2
+        if a[:middle] == b[:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def _save_log(temp: Path, path: Path) -> None:
+    """Move the uploaded log into place (_log_continues said it may replace the saved one)."""
     os.replace(temp, path)
-
-
-def _line_count(path: Path) -> int:
-    lines, last = 0, b"\n"
-    with path.open("rb") as file:
-        while chunk := file.read(_CHUNK):
-            lines += chunk.count(b"\n")
-            last = chunk[-1:]
-    return lines + (last != b"\n")  # a last line without its newline counts too

@@ -332,7 +332,7 @@ def api_ingest(request: HttpRequest) -> HttpResponse:
     token.mark_used()
     try:
         with received_upload(request, max_bytes=settings.BLOBVIEWER_UPLOAD_MAX_BYTES) as upload:
-            result = save_upload(upload)
+            result = save_upload(upload, owner=token.user)
     except UploadError as error:
         # One line, ended, so that curl prints it as a line.
         return _plain_text(error.message + "\n", status=error.status)

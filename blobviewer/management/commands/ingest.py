@@ -19,6 +19,7 @@ from blobviewer.ingest import (
     recording_paths,
 )
 from blobviewer.rebuild import rebuild_targets, still_outdated
+from blobviewer.session_ownership import NoSuchUser, user_named
 
 
 class Command(BaseCommand):
@@ -53,12 +54,20 @@ class Command(BaseCommand):
             action="store_true",
             help="ingest sessions that `prune` deleted again (they are skipped otherwise)",
         )
+        parser.add_argument(
+            "--owner",
+            metavar="USER",
+            help="the user the sessions belong to: their API tokens may add to them "
+            "(sessions ingested without an owner take no uploads); a session that "
+            "already belongs to someone else is refused",
+        )
 
     def handle(
         self,
         *args: Any,
         paths: list[Path],
         force: bool = False,
+        owner: str | None = None,
         rebuild: bool = False,
         rebuild_all: bool = False,
         **options: Any,
@@ -72,6 +81,11 @@ class Command(BaseCommand):
             for line in targets.gone:  # kept as they are: not a failure
                 self.stdout.write(line)
             paths = [*paths, *targets.paths]
+        try:
+            # Before any file is read: a misspelt name must not ingest sessions unowned.
+            owner_user = user_named(owner) if owner is not None else None
+        except NoSuchUser as error:
+            raise CommandError(f"--owner: {error}") from None
         missing = [path for path in paths if not path.exists()]
         for path in missing:
             self.stderr.write(f"{path}: no such file or directory")
@@ -85,7 +99,9 @@ class Command(BaseCommand):
         outdated = 0
         for number, (path, named) in enumerate(files, start=1):
             try:
-                result = ingest_file(path, store=store, force=force, rebuild=rebuild)
+                result = ingest_file(
+                    path, store=store, force=force, owner=owner_user, rebuild=rebuild
+                )
             except OutdatedSession as error:  # kept as it is until a rebuild: not a failure
                 outdated += 1
                 self.stdout.write(f"[{number}/{len(files)}] {error}")
