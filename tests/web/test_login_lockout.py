@@ -197,6 +197,18 @@ def test_failures_on_one_form_count_on_the_other(client, staff):
     assert log_in(client, FORMS["site"][0], "alice", PASSWORD).status_code == 429
 
 
+def test_a_failed_try_is_recorded_without_its_password(client, staff):
+    log_in(client, FORMS["site"][0], "alice", "hunter2-almost-right")
+
+    attempt = AccessAttempt.objects.get()
+    assert (attempt.username, attempt.ip_address, attempt.failures_since_start) == (
+        "alice",
+        ATTACKER,
+        1,
+    )
+    assert "hunter2" not in attempt.post_data
+
+
 def test_a_hostile_username_is_escaped_on_the_lockout_page(client, staff):
     name = '<script>alert("x")</script>'
 
@@ -247,6 +259,15 @@ def test_behind_a_proxy_a_request_without_the_header_counts_as_the_peer(client, 
 
     # One entry where two proxies should have written two: it did not come through both.
     fail_until_locked(client, url, address=ELSEWHERE, HTTP_X_FORWARDED_FOR=ATTACKER)
+
+    assert AccessAttempt.objects.get().ip_address == ELSEWHERE
+
+
+def test_behind_a_proxy_a_garbled_header_counts_as_the_peer(client, staff, settings):
+    settings.BLOBVIEWER_PROXY_COUNT = 1
+    url, _ = FORMS["site"]
+
+    log_in(client, url, "alice", "wrong-guess", address=ELSEWHERE, HTTP_X_FORWARDED_FOR="unknown")
 
     assert AccessAttempt.objects.get().ip_address == ELSEWHERE
 
