@@ -66,13 +66,17 @@ def claim_session(session_id: uuid.UUID, user: AbstractBaseUser) -> None:
     placeholder = Session(
         id=session_id, owner_id=user.pk, created_at=blob_created_at(session_id) or timezone.now()
     )
-    Session.objects.bulk_create([placeholder], ignore_conflicts=True)
-    owner_id = (
-        Session.objects.select_for_update()
-        .filter(id=session_id)
-        .values_list("owner_id", flat=True)
-        .get()
-    )
+    owners: list[int | None] = []
+    while not owners:
+        Session.objects.bulk_create([placeholder], ignore_conflicts=True)
+        owners = list(
+            Session.objects.select_for_update()
+            .filter(id=session_id)
+            .values_list("owner_id", flat=True)
+        )
+        # Empty: a prune deleted the session between the two statements. Claim it again;
+        # ingest then finds its tombstone and the upload is answered 410.
+    owner_id = owners[0]
     if owner_id == user.pk:
         return
     if owner_id is None:
