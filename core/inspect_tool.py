@@ -39,6 +39,8 @@ from core.policy import DEFAULT_POLICY, Policy
 from core.selectors import (
     GrepView,
     Key,
+    Keys,
+    KeysView,
     Lines,
     LinesView,
     Selector,
@@ -76,6 +78,7 @@ Without a selector you get the kind, size and beginning of the blob. Selectors:
 - lines:20-50  lines 20 to 50 of a text (numbered from 1); lines:20 one line; lines:20- to the end
 - slice:3..8   entries 3 to 7 of a JSON array (from 0, end excluded); also 3.. ..8 3..=8
 - key:results  the value of one key of a JSON object; key:"a|b" quotes a key with | in it
+- keys:40..80  key lines 40 to 79 of a JSON object (name and shape), paged like slice:
 - grep:regex   the lines of a text that match a Python regex, as <line number>: <line>
 Chain steps with |, e.g. key:results | slice:0..5  or  key:log | grep:ERROR  or \
 lines:100-200 | grep:def . Results are capped at about 8 KB; a cut result ends with \
@@ -247,10 +250,10 @@ def _overview(ref: str, content: Content, policy: Policy) -> tuple[str, list[_Un
         return header, units, more
     if isinstance(value, dict):
         header = f"{ref} json_object | {len(value)} keys | {size} bytes"
-        keys = list(value)
         units = [_Unit(["── keys ──"], None)]
+        # A cut list of key lines goes on with the next key lines, not one key's value.
         units += [
-            _Unit([line], Selector((Key(keys[i]),)), "key line")
+            _Unit([line], Selector((Keys(i, None),)), "key line")
             for i, line in enumerate(key_lines(value))
         ]
         return header, units, None
@@ -280,6 +283,14 @@ def _selected(view: Any, selector: Selector) -> tuple[str, list[_Unit]]:
         )
         return description, [
             _Unit([f"{n}: {line}"], narrowed.then(Lines(n, end), last)) for n, line in view.matches
+        ]
+    if isinstance(view, KeysView):
+        assert isinstance(last, Keys)
+        description = f"keys {view.start}..{view.start + len(view.keys)} of {view.total} keys"
+        end = last.end + int(last.inclusive) if last.end is not None else None
+        return description, [
+            _Unit([line], prefix.then(Keys(view.start + i, end)), "key line")
+            for i, line in enumerate(view.lines())
         ]
     assert isinstance(view, ValueView)
     if isinstance(last, Slice):

@@ -1,31 +1,34 @@
 """Selectors: the one parser and evaluator behind `inspect`, the CLI and the web viewer.
 
     selector := step ( "|" step )*        whitespace around "|" is ignored
-    step     := lines:A-B | lines:A | lines:A- | slice:<Rust range> | key:<name> | grep:<regex>
+    step     := lines:A-B | lines:A | lines:A- | slice:<Rust range> | key:<name>
+              | keys:<Rust range> | grep:<regex>
 
 Line numbers (`lines:`, `grep:`) always count in the text they were reached from (the blob,
 or a string value), so `lines:` after `lines:` narrows the range and `grep:` after
-`lines:` reports the text's own line numbers. Likewise `slice:` after `slice:` narrows.
+`lines:` reports the text's own line numbers. Likewise `slice:` after `slice:` narrows, and
+`keys:` (an object's key lines, paged as `slice:` pages an array) after `keys:`.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import regex
 
 from core.content import Content, Structured, Text
-from core.json_values import display_key, json_type
+from core.json_values import display_key, json_type, shape
 from core.lines import count_lines, iter_lines, line_slice, split_lines
 
-STEP_NAMES = ("lines", "slice", "key", "grep")
-FORMS = "lines:A-B, slice:A..B, key:name or grep:regex"
+STEP_NAMES = ("lines", "slice", "key", "keys", "grep")
+FORMS = "lines:A-B, slice:A..B, key:name, keys:A..B or grep:regex"
 # A grep step may search for this long before it gives up: a pathological pattern
 # (catastrophic backtracking) must not hang a server worker or an agent.
 GREP_SECONDS = 5.0
@@ -83,9 +86,31 @@ class Slice:
 
     def bounds(self, size: int) -> tuple[int, int]:
         """Half-open [start, stop) clamped to an array of *size* entries."""
-        start = 0 if self.start is None else self.start
-        stop = size if self.end is None else self.end + int(self.inclusive)
-        return min(start, size), min(stop, size)
+        return _bounds(self.start, self.end, self.inclusive, size)
+
+
+@dataclass(frozen=True, slots=True)
+class Keys:
+    """`keys:A..B`: the key lines A..B of an object (0-based, half-open, clamped)."""
+
+    start: int | None
+    end: int | None  # exclusive unless inclusive; None means open
+    inclusive: bool = False
+
+    def __str__(self) -> str:
+        start = "" if self.start is None else self.start
+        end = "" if self.end is None else self.end
+        return f"keys:{start}..{'=' if self.inclusive else ''}{end}"
+
+    def bounds(self, size: int) -> tuple[int, int]:
+        """Half-open [start, stop) clamped to an object of *size* keys."""
+        return _bounds(self.start, self.end, self.inclusive, size)
+
+
+def _bounds(start: int | None, end: int | None, inclusive: bool, size: int) -> tuple[int, int]:
+    first = 0 if start is None else start
+    stop = size if end is None else end + int(inclusive)
+    return min(first, size), min(stop, size)
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +130,7 @@ class Grep:
         return f"grep:{_quote_if_needed(self.pattern)}"
 
 
-Step = Lines | Slice | Key | Grep
+Step = Lines | Slice | Key | Keys | Grep
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,7 +164,7 @@ def _quoted(name: str) -> str:
 # -- parsing --------------------------------------------------------------------------------
 
 _STEP_START = re.compile(r"\s*([A-Za-z_]+)\s*:")
-_NEXT_STEP = re.compile(r"\|\s*(?:lines|slice|key|grep)\s*:", re.IGNORECASE)
+_NEXT_STEP = re.compile(r"\|\s*(?:lines|slice|keys|key|grep)\s*:", re.IGNORECASE)
 # [0-9], not \d: \d also matches other scripts' digits.
 _LINES = re.compile(r"([0-9]+)(?:\s*(-)\s*([0-9]*))?")
 _SLICE = re.compile(r"([0-9]*)\s*\.\.(=?)\s*([0-9]*)")
@@ -220,6 +245,8 @@ def _step(name: str, argument: str | _Quoted) -> Step:
         return _lines_step(argument)
     if name == "slice":
         return _slice_step(argument)
+    if name == "keys":
+        return _keys_step(argument)
     quoted = isinstance(argument, _Quoted)
     if isinstance(argument, _Quoted):
         if not isinstance(argument.value, str):
@@ -281,18 +308,27 @@ def _lines_step(argument: str | _Quoted) -> Lines:
 
 
 def _slice_step(argument: str | _Quoted) -> Slice:
-    expected = "slice: expects a range of entry indexes from 0: A..B, A.., ..B, A..=B or .."
+    return Slice(*_range("slice", "entry", argument))
+
+
+def _keys_step(argument: str | _Quoted) -> Keys:
+    return Keys(*_range("keys", "key", argument))
+
+
+def _range(name: str, noun: str, argument: str | _Quoted) -> tuple[int | None, int | None, bool]:
+    """(start, end, inclusive) of a Rust range written after `slice:` or `keys:`."""
+    expected = f"{name}: expects a range of {noun} indexes from 0: A..B, A.., ..B, A..=B or .."
     match = _SLICE.fullmatch(argument) if isinstance(argument, str) else None
     if not match:
-        raise SelectorError(f"{expected} (e.g. slice:0..10); got {_shown(str(argument))}")
+        raise SelectorError(f"{expected} (e.g. {name}:0..10); got {_shown(str(argument))}")
     start = _number(match.group(1)) if match.group(1) else None
     inclusive = bool(match.group(2))
     end = _number(match.group(3)) if match.group(3) else None
     if inclusive and end is None:
-        raise SelectorError("slice: ..= needs an end, e.g. slice:0..=9")
+        raise SelectorError(f"{name}: ..= needs an end, e.g. {name}:0..=9")
     if start is not None and end is not None and start > (end + 1 if inclusive else end):
-        raise SelectorError(f"slice:{argument}: the start is after the end")
-    return Slice(start, end, inclusive)
+        raise SelectorError(f"{name}:{argument}: the start is after the end")
+    return start, end, inclusive
 
 
 def _number(digits: str) -> int:
@@ -353,7 +389,26 @@ class GrepView:
     total: int
 
 
-View = LinesView | ValueView | GrepView
+@dataclass(frozen=True, slots=True)
+class KeysView:
+    """Key lines of an object that has *total* keys: the keys numbered *start*.. in
+    document order, each with the shape of its value."""
+
+    keys: list[tuple[str, str]]  # (name, shape)
+    start: int
+    total: int
+
+    def lines(self) -> list[str]:
+        """The key lines as the object overview shows them: `name: shape`."""
+        return [key_line(name, value_shape) for name, value_shape in self.keys]
+
+
+def key_line(name: str, value_shape: str) -> str:
+    """One key line: the key as shown on one line, and the shape of its value."""
+    return f"{display_key(name)}: {value_shape}"
+
+
+View = LinesView | ValueView | GrepView | KeysView
 
 
 def content_view(content: Content) -> View:
@@ -371,6 +426,8 @@ def kind_of(view: View) -> str:
         return "text"
     if isinstance(view, GrepView):
         return "grep result"
+    if isinstance(view, KeysView):
+        return "key lines"
     if isinstance(view.value, list) and view.start is not None:
         return "json_array"
     return f"json_{json_type(view.value)}"
@@ -382,6 +439,8 @@ def suggestion(view: View) -> str:
         return "try lines:1-40 or grep:<regex>"
     if isinstance(view, GrepView):
         return "grep: must be the last step"
+    if isinstance(view, KeysView):
+        return "only keys: may follow keys:"
     if isinstance(view.value, list):
         return "try slice:0..10"
     if isinstance(view.value, dict):
@@ -422,15 +481,34 @@ def apply_step(step: Step, view: View, *, reached: str = "this blob") -> View:
         if not (isinstance(view, ValueView) and isinstance(view.value, list)):
             raise _misapplied(step, "a JSON array", view, reached)
         return _slice(step, view)
+    if isinstance(step, Keys) and isinstance(view, KeysView):
+        return _narrow_keys(step, view)
     if not (isinstance(view, ValueView) and isinstance(view.value, dict)):
         raise _misapplied(step, "a JSON object", view, reached)
+    if isinstance(step, Keys):
+        start, stop = step.bounds(len(view.value))
+        items = itertools.islice(view.value.items(), start, max(start, stop))
+        return KeysView([(name, shape(value)) for name, value in items], start, len(view.value))
     if step.name not in view.value:
-        if not view.value:
-            raise SelectorError(f"{step}: no such key; the object has no keys")
-        keys = ", ".join(display_key(k) for k in list(view.value)[:10])
-        more = f" (+{len(view.value) - 10} more)" if len(view.value) > 10 else ""
-        raise SelectorError(f"{step}: no such key; the keys are: {keys}{more}")
+        raise missing_key(step, itertools.islice(view.value, 10), len(view.value))
     return ValueView(view.value[step.name])
+
+
+def missing_key(step: Key, first_names: Iterable[str], total: int) -> SelectorError:
+    """The error for a key the object lacks, naming its first (up to 10) keys."""
+    if not total:
+        return SelectorError(f"{step}: no such key; the object has no keys")
+    keys = ", ".join(display_key(k) for k in itertools.islice(first_names, 10))
+    more = f" (+{total - 10} more)" if total > 10 else ""
+    return SelectorError(f"{step}: no such key; the keys are: {keys}{more}")
+
+
+def _narrow_keys(step: Keys, view: KeysView) -> KeysView:
+    """`keys:` after `keys:` narrows; indexes still count in the whole object."""
+    start, stop = step.bounds(view.total)
+    start, stop = max(start, view.start), min(stop, view.start + len(view.keys))
+    stop = max(stop, start)
+    return KeysView(view.keys[start - view.start : stop - view.start], start, view.total)
 
 
 def _as_text(view: View) -> LinesView | None:

@@ -395,7 +395,7 @@ def test_a_damaged_blob_is_a_one_line_error(store: FsBlobStore) -> None:
     ("selector", "message"),
     [
         ("lines:0", "lines: line numbers start at 1"),
-        ("bogus", "expected lines:A-B, slice:A..B, key:name or grep:regex; got 'bogus'"),
+        ("bogus", "expected lines:A-B, slice:A..B, key:name, keys:A..B or grep:regex; got 'bogus'"),
         ("grep:(", "grep: invalid regex '('"),
         ("slice:0..10", "slice: applies to a JSON array; this blob is text — try lines:1-40"),
         ("lines:11", "lines:11: line 11 is past the end; the text has 10 lines"),
