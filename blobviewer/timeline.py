@@ -1,37 +1,112 @@
-"""How much of each item a session's timeline shows, so a page of items stays small.
+"""A session's timeline: its steps laid out in byte-bounded pages, and one page of them
+ready for the template.
 
-A timeline page loads only the start of each item's text or output, never the whole column,
-and shows at most PREVIEW_BYTES of it, counted as the escaped UTF-8 that goes into the HTML
-(a '€' is 3 bytes, a '<' becomes `&lt;`). The rest is on the item's own page, which shows
-it whole. Tool call arguments are cut the same way, and only the first CALLS_SHOWN calls of
-an item are listed.
+A page is computed from a skeleton of the session (blobviewer.steps: each item's kind,
+call ids, sizes, flags — never its text or output), so laying out a 10,000-step session
+costs a few small queries. Only the items on the page are then loaded, and of those only
+the start of each text or output (`body_head`), shown as at most PREVIEW_BYTES of escaped
+UTF-8 (a '€' is 3 bytes, a '<' becomes `&lt;`); the rest is on the item's own page.
+
+Every part of a step the page shows is cut to a known size (arguments, output, tool name,
+importer note), so the layout can add up an upper bound of each step's HTML and keep a
+page under TIMELINE_BUDGET whatever the filter; the outline and the chart are bounded
+too, so the whole page stays under the 200 KB the SPEC allows.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property, partial
 from typing import Any
 
-from django.db.models import BigIntegerField, Case, Func, Prefetch, QuerySet, TextField, When
-from django.db.models.functions import Substr
+from django.db import connections
+from django.db.models import (
+    BigIntegerField,
+    Case,
+    Func,
+    IntegerField,
+    Prefetch,
+    QuerySet,
+    TextField,
+    Value,
+    When,
+)
+from django.db.models.functions import Length, Substr
+from django.http import QueryDict
+from django.urls import reverse
 from django.utils.html import escape
 
 from blobviewer.models import BlobRef, Item, Session
+from blobviewer.steps import (
+    ASSISTANT,
+    CallRow,
+    ItemRow,
+    Layout,
+    Mark,
+    Piece,
+    Step,
+    StepFilter,
+    Unit,
+    all_steps,
+    biggest_steps,
+    build_units,
+    outline_marks,
+    paginate,
+)
+from blobviewer.token_chart import TokenChart, token_chart
+from blobviewer.tool_args import ArgsView, arguments_view, html_size, one_line, parse_arguments
 from core.blob_id import BLOB_REF
 from core.content import utf8_size
 
-# A page holds ITEMS_PER_PAGE (100) items and must stay under 200 KB, so each item has
-# about 2 KB, a third of which is its markup (header, links). The text gets 1 KB: enough
-# for any promoted output's whole summary (at most 400 bytes, escaped and linked).
+# Each item's text gets 1 KB: enough for any promoted output's whole summary (at most 400
+# bytes, escaped and linked).
 PREVIEW_BYTES = 1000
-CALL_ARGS_BYTES = 160
-CALLS_SHOWN = 3
 _BLOB_REF_CHARS = len("[blob:00000000-0000-0000-0000-000000000000]")
 # What a `[blob:<id>]` link adds around its text (href, hx-get, hx-target, hx-swap).
 _LINK_MARKUP = 160
 # Every character is at least one byte, so this many characters fill any preview, and a
 # `[blob:<id>]` that the preview's end cuts in two can still be shown whole.
 _HEAD_CHARS = PREVIEW_BYTES + _BLOB_REF_CHARS
+
+# --- the page budget --------------------------------------------------------------------
+# The SPEC's limit is 200 KB a page. The header, filters, chart and outline are bounded
+# by their own limits (OUTLINE_MARKS, BIGGEST_SHOWN, TOOLS_LISTED, token_chart's); the
+# steps and messages of a page share TIMELINE_BUDGET.
+PAGE_LIMIT = 200 * 1024
+TIMELINE_BUDGET = 110_000
+ARGS_BYTES = 600  # a step's arguments as the timeline shows them, escaped
+NOTE_CHARS = 200  # an importer's note on a result (the template cuts it to this)
+NAME_CHARS = 80  # tool names, call ids and roles are cut to this on the timeline
+OUTLINE_MARKS = 400
+OUTLINE_BYTES = 30_000  # the outline's marks; fewer marks (each for a run of steps) past it
+BIGGEST_SHOWN = 20
+TITLE_CHARS = 100  # a step's one-line title in the "biggest outputs" list
+LABEL_CHARS = 40  # a tool's name in the labels of outline and chart marks
+CHART_MARKS_BYTES = 16_000
+META_BYTES = 4_000  # a session's meta, as `key: value` lines in the header
+TOOLS_LISTED = 60
+TOOLS_BYTES = 8_000
+TOOL_CHARS = 200  # the longest tool name the filter takes
+READERS_SHOWN = 3  # links to later inspect calls of a step's blob
+# An inspect call's link to the reader carries its selector only when it is short.
+READER_SELECTOR_BYTES = 300
+READER_URL_BYTES = READER_SELECTOR_BYTES + 80
+# Upper bounds of the markup around the parts (measured on the templates with the longest
+# names, ids and numbers, plus a margin; tests/web/test_timeline_steps.py checks a page of
+# worst cases against PAGE_LIMIT under every filter).
+STEP_MARKUP = 1_800
+TURN_MARKUP = 900
+ITEM_ANCHOR = 40
+TEXT_MARKUP = 600
+MESSAGE_MARKUP = 1_100
+CONTINUED_MARKUP = 700
+TURN_TEXTS_SHOWN = 3
+# A message of one of these roles is not the user talking (SWE-agent's demonstrations,
+# system prompts): past COLLAPSED_LINES lines, the rest of it starts folded away.
+COLLAPSED_ROLES = frozenset({"system", "demonstration", "developer", "meta", "instance_template"})
+COLLAPSED_LINES = 4
 
 
 class Utf8Length(Func):
@@ -97,3 +172,674 @@ def preview(head: str, whole_bytes: int, *, budget: int = PREVIEW_BYTES) -> Prev
 
 def _rendered_size(text: str) -> int:
     return len(escape(text).encode("utf-8", "surrogatepass")) + _LINK_MARKUP * text.count("[blob:")
+
+
+# --- the skeleton --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Skeleton:
+    """Every item of a session as an ItemRow, and which blobs each item references."""
+
+    rows: list[ItemRow]
+    blobs_of: dict[int, list[uuid.UUID]]  # item pk -> the blobs it references, in order
+
+
+def load_skeleton(session: Session) -> Skeleton:
+    """Three queries, whatever the session's size: the items' small columns, their calls
+    (ids and names, read inside the database from the JSON), and their blob references."""
+    blobs_of: dict[int, list[uuid.UUID]] = {}
+    for item_pk, blob_id in BlobRef.objects.filter(session=session).values_list(
+        "item_id", "blob_id"
+    ):
+        blobs_of.setdefault(item_pk, []).append(blob_id)
+    calls = _calls_of(session)
+    columns = (
+        "pk",
+        "seq",
+        "type",
+        "call_id",
+        "tool",
+        "is_error",
+        "received_bytes",
+        "output_bytes",
+        "text_chars",
+        "note_chars",
+        "role",
+        "sidechain",
+        "duration",
+        "input_tokens",
+        "output_tokens",
+        "context_tokens",
+    )
+    values = (
+        session.items.order_by("seq")
+        .annotate(
+            text_chars=Case(
+                When(type=Item.Type.TOOL_RESULT, then=Value(0)),
+                default=Length("text"),
+                output_field=IntegerField(),
+            ),
+            note_chars=Length("note"),
+        )
+        .values_list(*columns)
+    )
+    rows = [
+        ItemRow(
+            pk=pk,
+            seq=seq,
+            type=kind,
+            call_id=call_id,
+            tool=tool,
+            is_error=is_error,
+            received_bytes=received,
+            output_bytes=output,
+            text_chars=chars or 0,
+            note_chars=note_chars or 0,
+            role=role,
+            sidechain=sidechain,
+            has_blobs=pk in blobs_of,
+            duration=duration,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            context_tokens=context_tokens,
+            calls=tuple(calls.get(pk, ())),
+        )
+        for (
+            pk,
+            seq,
+            kind,
+            call_id,
+            tool,
+            is_error,
+            received,
+            output,
+            chars,
+            note_chars,
+            role,
+            sidechain,
+            duration,
+            input_tokens,
+            output_tokens,
+            context_tokens,
+        ) in values
+    ]
+    return Skeleton(rows, blobs_of)
+
+
+_CALLS_SQL = {
+    # Only ids and names leave the database (and an inspect call's small arguments): an
+    # assistant item's arguments may hold whole files.
+    "sqlite": """
+        SELECT i.id, j.key,
+               CASE WHEN j.type = 'object' THEN json_extract(j.value, '$.id') END,
+               CASE WHEN j.type = 'object' THEN json_extract(j.value, '$.name') END,
+               CASE WHEN j.type = 'object' AND json_extract(j.value, '$.name') = 'inspect'
+                    THEN json_extract(j.value, '$.arguments') END
+        FROM {table} i, json_each(i.tool_calls) j
+        WHERE i.session_id = %s AND i.type = 'assistant' AND json_type(i.tool_calls) = 'array'
+        ORDER BY i.id, j.key
+    """,
+    "postgresql": """
+        SELECT i.id, j.ord - 1, j.value ->> 'id', j.value ->> 'name',
+               CASE WHEN j.value ->> 'name' = 'inspect' THEN j.value ->> 'arguments' END
+        FROM {table} i CROSS JOIN LATERAL jsonb_array_elements(
+            CASE WHEN jsonb_typeof(i.tool_calls) = 'array' THEN i.tool_calls
+                 ELSE '[]'::jsonb END
+        ) WITH ORDINALITY AS j(value, ord)
+        WHERE i.session_id = %s AND i.type = 'assistant'
+        ORDER BY i.id, j.ord
+    """,
+}
+
+
+def _calls_of(session: Session) -> dict[int, list[CallRow]]:
+    """Each assistant item's calls (by item pk), in the order the model made them."""
+    connection = connections[Item.objects.db]
+    sql = _CALLS_SQL.get(connection.vendor)
+    if sql is None:  # another database: read the calls whole, through the ORM
+        rows = [
+            (pk, index, call.get("id"), call.get("name"), call.get("arguments"))
+            for pk, calls in session.items.filter(type=ASSISTANT).values_list("pk", "tool_calls")
+            if isinstance(calls, list)
+            for index, call in enumerate(calls)
+            if isinstance(call, dict)
+        ]
+    else:
+        session_value = Item._meta.get_field("session").get_db_prep_value(session.pk, connection)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                sql.format(table=connection.ops.quote_name(Item._meta.db_table)), [session_value]
+            )
+            rows = cursor.fetchall()
+    calls: dict[int, list[CallRow]] = {}
+    for pk, index, call_id, name, inspect_arguments in rows:
+        calls.setdefault(pk, []).append(
+            CallRow(
+                index=int(index),
+                id=call_id if isinstance(call_id, str) else "",
+                name=name if isinstance(name, str) else "",
+                inspect_blob=_inspected_blob(inspect_arguments) if name == "inspect" else None,
+            )
+        )
+    return calls
+
+
+def _inspected_blob(arguments: Any) -> uuid.UUID | None:
+    """The blob id an inspect call's arguments name (a JSON object, or its text)."""
+    for _ in range(2):  # text of an object, or text of a string that holds the object
+        if not isinstance(arguments, str):
+            break
+        parsed = parse_arguments(arguments)
+        if parsed == arguments:
+            break
+        arguments = parsed
+    if not isinstance(arguments, dict):
+        return None
+    try:
+        return uuid.UUID(str(arguments.get("blob_id", "")).strip())
+    except ValueError:
+        return None
+
+
+# --- costs -------------------------------------------------------------------------------
+
+
+def _text_cost(chars: int) -> int:
+    # Escaping makes a character at most 6 bytes (`&quot;`), and blob links add their
+    # markup; the preview itself stops at PREVIEW_BYTES plus a blob reference kept whole.
+    return min(PREVIEW_BYTES + _BLOB_REF_CHARS + _LINK_MARKUP, 10 * chars)
+
+
+class _Costs:
+    """Upper bounds of the HTML a unit's head and each step render to, for one timeline
+    (its links carry its filter's query, so their length is part of the cost)."""
+
+    def __init__(
+        self,
+        link: int,
+        readers: Mapping[uuid.UUID, list[Step]],
+        blobs_of: Mapping[int, list[uuid.UUID]],
+    ) -> None:
+        self.link = link  # the longest link to a step this timeline writes
+        self.readers = readers
+        self.blobs_of = blobs_of
+
+    def head(self, unit: Unit) -> int:
+        if unit.kind == "message":
+            item = unit.items[0]
+            return MESSAGE_MARKUP + _text_cost(item.text_chars)
+        texts = [item for item in unit.items if item.text_chars][:TURN_TEXTS_SHOWN]
+        return (
+            TURN_MARKUP
+            + ITEM_ANCHOR * len(unit.items)
+            + sum(TEXT_MARKUP + _text_cost(item.text_chars) for item in texts)
+        )
+
+    def step(self, step: Step) -> int:
+        cost = STEP_MARKUP + ARGS_BYTES + 2 * html_size(step.tool[:NAME_CHARS])
+        if step.result is not None:
+            cost += _text_cost(step.result.output_bytes)
+            if step.result.note_chars:  # shown cut to NOTE_CHARS characters
+                cost += 100 + 6 * min(step.result.note_chars, NOTE_CHARS)
+        if step.call is not None and step.call.inspect_blob is not None:
+            cost += self.link + 2 * READER_URL_BYTES  # "reads the output of", the reader
+        elif step.result is not None:
+            readers = sum(
+                len(self.readers.get(b, ())) for b in self.blobs_of.get(step.result.pk, ())
+            )
+            cost += self.link * min(readers, READERS_SHOWN)
+        return cost
+
+    def layout(self, units: list[Unit]) -> Layout:
+        return paginate(
+            units,
+            budget=TIMELINE_BUDGET,
+            head_cost=self.head,
+            step_cost=self.step,
+            continued_cost=CONTINUED_MARKUP + self.link,
+        )
+
+
+# --- one page, for the template ------------------------------------------------------------
+
+
+@dataclass
+class ShownStep:
+    """A step as the page shows it: its call's arguments, its result item (with the start
+    of its output), and the links to related steps."""
+
+    step: Step
+    result: Item | None
+    call: dict[str, Any] | None
+    args: ArgsView | None
+    title: str
+    href: str
+    item_url: str
+    call_url: str = ""  # the page of the item that made the call (its arguments whole)
+    reads: tuple[Step, str] | None = None  # an inspect call: the step whose blob it reads
+    read_by: list[tuple[Step, str]] = field(default_factory=list)  # later inspect calls
+    more_readers: int = 0
+    reader_url: str = ""  # an inspect call: the blob page at the call's selector
+    inspect_selector: str = ""
+
+
+@dataclass
+class ShownUnit:
+    piece: Piece
+    kind: str
+    items: list[Item]  # a message's item, or the turn's assistant items (whole rows)
+    texts: list[Item]  # the turn's items with text, as shown
+    more_texts: int
+    steps: list[ShownStep]
+    continued_from: int = 0  # page number where this turn starts, when continued
+    continued_href: str = ""
+    continues: bool = False
+    anchor_seqs: list[int] = field(default_factory=list)  # items shown without their text
+
+    @property
+    def item(self) -> Item:
+        return self.items[0]
+
+    @property
+    def unit(self) -> Unit:
+        return self.piece.unit
+
+
+class Timeline:
+    """A session's timeline under a filter: its layout, and links to any step."""
+
+    def __init__(
+        self,
+        session: Session,
+        step_filter: StepFilter,
+        *,
+        query: Mapping[str, str] | None = None,
+        skeleton: Skeleton | None = None,
+    ) -> None:
+        self.session = session
+        self.filter = step_filter
+        self.url = reverse("session_detail", args=[session.id])
+        self.query = _filter_query(step_filter)
+        biggest = (query or {}).get("outline") == "biggest"
+        if biggest:
+            self.query["outline"] = "biggest"
+        self.skeleton = skeleton or load_skeleton(session)
+        self.units = build_units(self.skeleton.rows)
+        self.steps = all_steps(self.units)
+        self.shown_units = step_filter.apply(self.units)
+        self.layout = self._costs(step_filter).layout(self.shown_units)
+
+    @cached_property
+    def full_layout(self) -> Layout:
+        """The unfiltered timeline's pages (where links to steps a filter hides go)."""
+        if not self.filter.active:
+            return self.layout
+        return self._costs(StepFilter()).layout(self.units)
+
+    def _costs(self, step_filter: StepFilter) -> _Costs:
+        # The longest link to a step: a page number of six digits, the outline switch on
+        # (so switching it never moves a step to another page), the longest anchor.
+        query = _filter_query(step_filter)
+        query.update({"outline": "biggest", "page": "999999"})
+        link = len(escape(f"{self.url}?{query.urlencode()}#call-9999999999-9999")) + 30
+        return _Costs(link, self._inspections.readers, self.skeleton.blobs_of)
+
+    @cached_property
+    def shown_steps(self) -> list[Step]:
+        return all_steps(self.shown_units)
+
+    def page_url(self, number: int, *, filtered: bool = True) -> str:
+        query = self.query.copy() if filtered else QueryDict(mutable=True)
+        if number > 1:
+            query["page"] = str(number)
+        encoded = query.urlencode()
+        return f"{self.url}?{encoded}" if encoded else self.url
+
+    def href(self, step: Step, *, current: int | None = None) -> str:
+        """A link to *step*: `#anchor` on the current page; else its page under this
+        filter; else (the filter hides it) its page on the unfiltered timeline."""
+        page = self.layout.page_of_anchor.get(step.anchor)
+        if page is not None:
+            if page == current:
+                return f"#{step.anchor}"
+            return f"{self.page_url(page)}#{step.anchor}"
+        page = self.full_layout.page_of_anchor.get(step.anchor, 1)
+        return f"{self.page_url(page, filtered=False)}#{step.anchor}"
+
+    def item_href(self, seq: int) -> str:
+        """Where an item is on the unfiltered timeline: its step, or `#item-<seq>`."""
+        step = self.step_of_result(seq)
+        if step is not None:
+            return self.href(step)
+        page = self.full_layout.page_of_item.get(seq)
+        if page is None:  # an item no unit shows (cannot happen today): the first page
+            return f"{self.page_url(1, filtered=False)}#item-{seq}"
+        return f"{self.page_url(page, filtered=False)}#item-{seq}"
+
+    @cached_property
+    def tools(self) -> list[tuple[str, int]]:
+        """The tools this session called, most used first, with their step counts."""
+        counts: dict[str, int] = {}
+        for step in self.steps:
+            if step.tool:
+                counts[step.tool] = counts.get(step.tool, 0) + 1
+        ranked = sorted(counts.items(), key=lambda pair: (-pair[1], pair[0]))
+        if self.filter.tool:  # the chosen tool stays listed, first
+            chosen = (self.filter.tool, counts.pop(self.filter.tool, 0))
+            ranked = [chosen, *(pair for pair in ranked if pair[0] != self.filter.tool)]
+        listed, spent = [], 0
+        for name, count in ranked:
+            # Each name is written twice (value and label); a filter value is at most
+            # StepFilter's length, so longer names could not be chosen anyway.
+            spent += 2 * html_size(name) + 40
+            if len(listed) == TOOLS_LISTED or spent > TOOLS_BYTES or len(name) > TOOL_CHARS:
+                continue
+            listed.append((name, count))
+        return listed
+
+    @cached_property
+    def counts(self) -> dict[str, int]:
+        steps = self.steps
+        return {
+            "steps": len(steps),
+            "errors": sum(1 for s in steps if s.is_error),
+            "with_blobs": sum(1 for s in steps if s.has_blobs),
+            "promoted": sum(1 for s in steps if s.promoted),
+            "unanswered": sum(1 for s in steps if s.result is None),
+            "shown": len(self.shown_steps),
+            "turns": sum(1 for u in self.units if u.kind == "turn" and u.items),
+        }
+
+    def chart(self, current: int) -> TokenChart | None:
+        """The chart of context tokens per turn, its marks linked from page *current*."""
+        return token_chart(
+            self.units,
+            href=lambda step: self.href(step, current=current),
+            label=_label,
+            marks_bytes=CHART_MARKS_BYTES,
+        )
+
+    def outline(self, current: int, *, biggest: bool) -> dict[str, Any]:
+        steps = self.shown_steps
+        if biggest:
+            ranked = biggest_steps(steps, limit=BIGGEST_SHOWN)
+            titles = _titles(self.session, ranked)
+            rows = [
+                (step, self.href(step, current=current), titles[step.anchor]) for step in ranked
+            ]
+            return {"biggest": rows, "marks": [], "per_mark": 1}
+        limit = OUTLINE_MARKS
+        while True:
+            marks = outline_marks(steps, limit=limit)
+            shown = [
+                (
+                    mark,
+                    self.href(mark.step, current=current),
+                    _mark_label(mark),
+                    self.layout.page_of_anchor.get(mark.anchor) == current,
+                )
+                for mark in marks
+            ]
+            size = sum(60 + len(escape(href)) + html_size(label) for _, href, label, _ in shown)
+            if size <= OUTLINE_BYTES or limit <= 10:
+                break
+            limit = max(10, limit * OUTLINE_BYTES // size - 1)  # fewer marks, a run each
+        per_mark = marks[0].count if marks else 1
+        return {"biggest": [], "marks": shown, "per_mark": per_mark}
+
+    def page(self, number: int) -> list[ShownUnit]:
+        """The units of page *number* (1-based, within range), with their items loaded."""
+        pieces = self.layout.page(number)
+        seqs: set[int] = set()
+        for piece in pieces:
+            if not piece.continued:
+                seqs.update(item.seq for item in piece.unit.items)
+            for step in piece.steps:
+                if step.result is not None:
+                    seqs.add(step.result.seq)
+                if step.assistant is not None:
+                    seqs.add(step.assistant.seq)
+        items = {item.seq: item for item in timeline_items(self.session).filter(seq__in=seqs)}
+        shown: list[ShownUnit] = []
+        for piece in pieces:
+            unit = piece.unit
+            rows = [items[row.seq] for row in unit.items if row.seq in items]
+            with_text = [item for item in rows if item.body_bytes] if not piece.continued else []
+            steps = [self.shown_step(step, items, current=number) for step in piece.steps]
+            continued_from, continued_href = 0, ""
+            if piece.continued and unit.steps:
+                continued_from = self.layout.page_of_anchor[unit.steps[0].anchor]
+                continued_href = f"{self.page_url(continued_from)}#turn-{unit.first_seq}"
+            texts = with_text[:TURN_TEXTS_SHOWN]
+            shown.append(
+                ShownUnit(
+                    piece=piece,
+                    kind=unit.kind,
+                    items=rows,
+                    texts=texts,
+                    more_texts=max(0, len(with_text) - TURN_TEXTS_SHOWN),
+                    steps=steps,
+                    continued_from=continued_from,
+                    continued_href=continued_href,
+                    anchor_seqs=[]
+                    if piece.continued or unit.kind == "message"
+                    else [item.seq for item in rows if item not in texts],
+                    continues=piece.continues,
+                )
+            )
+        return shown
+
+    @cached_property
+    def _inspections(self) -> _Inspections:
+        producer: dict[uuid.UUID, Step] = {}
+        readers: dict[uuid.UUID, list[Step]] = {}
+        for step in self.steps:
+            if step.call is not None and step.call.inspect_blob is not None:
+                readers.setdefault(step.call.inspect_blob, []).append(step)
+            elif step.result is not None and step.tool != "inspect":
+                for blob_id in self.skeleton.blobs_of.get(step.result.pk, ()):
+                    producer.setdefault(blob_id, step)
+        return _Inspections(producer, readers)
+
+    def step_of_result(self, seq: int) -> Step | None:
+        return next((s for s in self.steps if s.result is not None and s.result.seq == seq), None)
+
+    def shown_step(
+        self,
+        step: Step,
+        items: Mapping[int, Item],
+        *,
+        current: int | None = None,
+        args_budget: int | None = ARGS_BYTES,
+    ) -> ShownStep:
+        """*step* ready for the template, from its loaded *items* (its result and the
+        item that made the call, by seq); arguments cut to *args_budget* (None: whole)."""
+        inspections = self._inspections
+        result = items.get(step.result.seq) if step.result is not None else None
+        assistant = items.get(step.assistant.seq) if step.assistant is not None else None
+        call = None
+        if assistant is not None and step.call is not None:
+            calls = assistant.tool_calls if isinstance(assistant.tool_calls, list) else []
+            if step.call.index < len(calls) and isinstance(calls[step.call.index], dict):
+                call = calls[step.call.index]
+        arguments = call.get("arguments") if call else None
+        tool = step.tool[:NAME_CHARS]
+        args = arguments_view(step.tool, arguments, budget=args_budget) if call else None
+        item_url = (result or assistant).get_absolute_url() if (result or assistant) else ""
+        shown = ShownStep(
+            step=step,
+            result=result,
+            call=call,
+            args=args,
+            title=tool,
+            href=self.href(step, current=current),
+            item_url=item_url,
+            call_url=assistant.get_absolute_url() if assistant is not None else "",
+        )
+        blob = step.call.inspect_blob if step.call is not None else None
+        if blob is not None:
+            producer = inspections.producer.get(blob)
+            if producer is not None and producer.seq < step.seq:
+                shown.reads = (producer, self.href(producer, current=current))
+            shown.reader_url = reverse("blob_detail", args=[blob])
+            selector = _selector(arguments)
+            shown.inspect_selector = selector
+            encoded = QueryDict.fromkeys(["selector"], selector).urlencode() if selector else ""
+            if encoded and len(encoded) <= READER_SELECTOR_BYTES:
+                shown.reader_url += "?" + encoded
+        elif step.result is not None:
+            later: list[Step] = []
+            for blob_id in self.skeleton.blobs_of.get(step.result.pk, ()):
+                later += [
+                    r
+                    for r in inspections.readers.get(blob_id, ())
+                    if r.seq > step.seq and r not in later
+                ]
+            shown.read_by = [(r, self.href(r, current=current)) for r in later[:READERS_SHOWN]]
+            shown.more_readers = max(0, len(later) - READERS_SHOWN)
+        return shown
+
+
+@dataclass(frozen=True)
+class _Inspections:
+    producer: dict[uuid.UUID, Step]  # blob -> the step whose output it holds
+    readers: dict[uuid.UUID, list[Step]]  # blob -> the inspect calls that read it
+
+
+def _filter_query(step_filter: StepFilter) -> QueryDict:
+    query = QueryDict(mutable=True)
+    if step_filter.errors:
+        query["errors"] = "1"
+    if step_filter.blobs:
+        query["blobs"] = "1"
+    if step_filter.tool:
+        query["tool"] = step_filter.tool
+    return query
+
+
+def _selector(arguments: Any) -> str:
+    arguments = parse_arguments(arguments)
+    if isinstance(arguments, dict) and isinstance(arguments.get("selector"), str):
+        return arguments["selector"]
+    return ""
+
+
+def _label(step: Step) -> str:
+    return f"#{step.seq} {step.tool[:LABEL_CHARS] or 'tool result'}"
+
+
+def _mark_label(mark: Mark) -> str:
+    """The words behind an outline mark (its aria-label and title)."""
+    step = mark.step
+    if mark.count == 1:
+        words = f"{_label(step)}, {step.received_bytes:,} bytes"
+        return words + (", error" if step.is_error else "") + ("" if step.result else ", no result")
+    words = (
+        f"#{mark.first.seq}–#{mark.last.seq}: {mark.count} steps, "
+        f"biggest {step.received_bytes:,} bytes"
+    )
+    return words + (f", {mark.errors} error{'s' if mark.errors > 1 else ''}" if mark.errors else "")
+
+
+def _titles(session: Session, steps: list[Step]) -> dict[str, str]:
+    """One-line titles of *steps* (`Read src/app.py`), reading only their calls' items."""
+    seqs = {step.assistant.seq for step in steps if step.assistant is not None}
+    calls = dict(session.items.filter(seq__in=seqs).values_list("seq", "tool_calls"))
+    titles: dict[str, str] = {}
+    for step in steps:
+        arguments: Any = None
+        if step.assistant is not None and step.call is not None:
+            recorded = calls.get(step.assistant.seq)
+            if isinstance(recorded, list) and step.call.index < len(recorded):
+                call = recorded[step.call.index]
+                arguments = call.get("arguments") if isinstance(call, dict) else None
+        titles[step.anchor] = one_line(step.tool or "tool result", arguments, limit=TITLE_CHARS)
+    return titles
+
+
+def step_url(session: Session, seq: int) -> str:
+    """The timeline URL that shows item *seq* of *session*: its page and its anchor
+    (`#step-<seq>` for a tool result with its call, else `#item-<seq>`). For links from
+    other pages (an item's page, search hits)."""
+    return Timeline(session, StepFilter()).item_href(seq)
+
+
+def page_context(session: Session, query: Mapping[str, str]) -> dict[str, Any]:
+    """Everything the session page shows for *query* (`page`, `errors`, `blobs`, `tool`,
+    `outline=biggest`); a page number out of range shows the nearest page."""
+    timeline = Timeline(session, StepFilter.from_query(query), query=query)
+    count = timeline.layout.page_count
+    try:
+        number = min(max(int(query.get("page") or 1), 1), count)
+    except ValueError:
+        number = 1
+    units = timeline.page(number)
+    steps = [step for unit in units for step in unit.steps]
+    biggest = query.get("outline") == "biggest"
+    return {
+        "session": session,
+        "timeline": timeline,
+        "filter": timeline.filter,
+        "units": units,
+        "page_number": number,
+        "page_count": count,
+        "prev_url": timeline.page_url(number - 1) if number > 1 else "",
+        "next_url": timeline.page_url(number + 1) if number < count else "",
+        "first_step": steps[0].step.seq if steps else None,
+        "last_step": steps[-1].step.seq if steps else None,
+        "steps_on_page": len(steps),
+        "outline": timeline.outline(number, biggest=biggest),
+        "biggest": biggest,
+        "outline_url": _toggled(timeline, number, biggest=not biggest),
+        "counts": timeline.counts,
+        # Called by the template only when it draws the header (not for htmx swaps).
+        "chart": partial(timeline.chart, number),
+        "meta": {"args": arguments_view("", session.meta, budget=META_BYTES)}
+        if session.meta
+        else None,
+    }
+
+
+def _toggled(timeline: Timeline, number: int, *, biggest: bool) -> str:
+    query = timeline.query.copy()
+    query.pop("outline", None)
+    if biggest:
+        query["outline"] = "biggest"
+    if number > 1:
+        query["page"] = str(number)
+    encoded = query.urlencode()
+    return f"{timeline.url}?{encoded}" if encoded else timeline.url
+
+
+def item_page_context(item: Item) -> dict[str, Any]:
+    """An item's own page: a tool result as its step (arguments and output whole), an
+    assistant item with its calls (arguments whole), a message whole; and the link back
+    to where the timeline shows it."""
+    timeline = Timeline(item.session, StepFilter())
+    context: dict[str, Any] = {
+        "item": item,
+        "session": item.session,
+        "timeline_url": timeline.item_href(item.seq),
+        "shown": None,
+        "shown_steps": [],
+        "result": item if item.type == Item.Type.TOOL_RESULT else None,
+    }
+    if item.type == Item.Type.TOOL_RESULT:
+        step = timeline.step_of_result(item.seq)
+        if step is not None:
+            items = {item.seq: item}
+            if step.assistant is not None:
+                items[step.assistant.seq] = item.session.items.get(seq=step.assistant.seq)
+            context["shown"] = timeline.shown_step(step, items, args_budget=None)
+    elif item.type == Item.Type.ASSISTANT:
+        steps = [
+            s for s in timeline.steps if s.assistant is not None and s.assistant.seq == item.seq
+        ]
+        results = {s.result.seq for s in steps if s.result is not None}
+        items = {
+            loaded.seq: loaded for loaded in timeline_items(item.session).filter(seq__in=results)
+        }
+        items[item.seq] = item
+        context["shown_steps"] = [timeline.shown_step(s, items, args_budget=None) for s in steps]
+    return context

@@ -35,7 +35,7 @@ from blobviewer.forms import (
 from blobviewer.models import ApiToken, Blob, Item, PrunedBlob, Session, ShareLink
 from blobviewer.retention import pruned_blob
 from blobviewer.session_upload import UploadError, received_upload, save_upload
-from blobviewer.timeline import item_blob_refs, timeline_items
+from blobviewer.timeline import item_blob_refs, item_page_context, page_context
 from core.blob_store import BlobNotFound, BlobStoreError
 from core.content import encode_text
 from core.inspect_tool import InspectError, inspect_blob
@@ -50,6 +50,12 @@ REFERRING_SESSIONS_SHOWN = 50
 # fragment then keeps targeting that slot and leaves the address bar alone.
 _IN_PLACE_TARGET = re.compile(r"item-\d{1,10}-blob")
 _PAGE_VIEW_ID = "blob-view"
+# What replaces an item's cut copy on the timeline, by the item's type.
+_ITEM_FRAGMENTS = {
+    Item.Type.TOOL_RESULT: "_step_result.html",
+    Item.Type.ASSISTANT: "_turn_text.html",
+    Item.Type.USER: "_message.html",
+}
 
 
 def _render(
@@ -190,25 +196,28 @@ def session_list(request: HttpRequest) -> HttpResponse:
 
 @require_GET
 def session_detail(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
+    """The run as steps (see blobviewer.timeline); htmx gets the outline and the steps."""
     session = get_object_or_404(Session, id=session_id)
-    page = Paginator(timeline_items(session), ITEMS_PER_PAGE).get_page(request.GET.get("page"))
-    context = {"session": session, "page": page}
-    return _render(request, "session_detail.html", context, fragment="session_detail.html#timeline")
+    context = page_context(session, request.GET)
+    return _render(request, "session_detail.html", context, fragment="session_detail.html#body")
 
 
 @require_GET
 def item_detail(request: HttpRequest, session_id: uuid.UUID, seq: int) -> HttpResponse:
-    """One item whole; for htmx just the item, to replace its cut copy on the timeline."""
+    """One item whole. For htmx, what replaces its cut copy on the timeline (the output,
+    the text, the message); or, into the slot under a step, the output the model got."""
     item = get_object_or_404(
         Item.objects.select_related("session").prefetch_related(item_blob_refs()),
         session_id=session_id,
         seq=seq,
     )
-    before = Item.objects.filter(session_id=session_id, seq__lt=seq).count()
-    timeline_url = reverse("session_detail", args=[session_id])
-    timeline_url += f"?page={before // ITEMS_PER_PAGE + 1}#item-{seq}"
-    context = {"item": item, "session": item.session, "timeline_url": timeline_url}
-    return _render(request, "item_detail.html", context, fragment="item_detail.html#item")
+    context = item_page_context(item)
+    target = request.htmx.target if request.htmx else None
+    if target == f"item-{seq}-blob" and item.type == Item.Type.TOOL_RESULT:
+        fragment = "_output_in_place.html"
+    else:
+        fragment = _ITEM_FRAGMENTS.get(item.type, "_message.html")
+    return _render(request, "item_detail.html", {**context, "whole": True}, fragment=fragment)
 
 
 # --- blobs ---------------------------------------------------------------------------------

@@ -102,11 +102,14 @@ def test_the_timeline_sets_sub_agent_items_apart(logged_in_client, claude_code_w
     for headers in ({}, {"HX-Request": "true"}):
         html = logged_in_client.get(url, headers=headers).content.decode()
 
+        # The user's message, the Task turn, then the sub-agent's message and its turn
+        # (its Bash call with the result, #5, under it).
         articles = html.split("<article ")[1:]
-        marked = [seq for seq, a in enumerate(articles, start=1) if "sub-agent" in a]
-        assert marked == [3, 4, 5]
-        assert all(" sidechain" in articles[seq - 1].split(">", 1)[0] for seq in marked)
+        marked = [n for n, a in enumerate(articles, start=1) if "sub-agent" in a]
+        assert marked == [3, 4]
+        assert all(" sidechain" in articles[n - 1].split(">", 1)[0] for n in marked)
         assert " sidechain" not in articles[0].split(">", 1)[0]
+        assert 'id="step-5"' in articles[3] and 'id="step-6"' in articles[1]
 
 
 def test_a_role_from_a_hostile_recording_is_cut_and_escaped(logged_in_client, tmp_path, data_dir):
