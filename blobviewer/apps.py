@@ -7,3 +7,8 @@ class BlobviewerConfig(AppConfig):
     name = "blobviewer"
     verbose_name = "blobviewer"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from blobviewer.search import connect_signals
+
+        connect_signals()

@@ -5,27 +5,60 @@ from __future__ import annotations
 from django import forms
 from django.conf import settings
 from django.core.validators import ProhibitNullCharactersValidator
-from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models import QuerySet
 
-from blobviewer.models import Blob, Item, Session
+from blobviewer.models import Blob, Session
+from blobviewer.search import MAX_QUERY_CHARS, SearchQuery, parse_query, session_filter
+from blobviewer.session_sort import DEFAULT_SORT, Sort, UnknownSort, parse_sort
 from core.selectors import Selector, SelectorError, parse_selector
 
 
 class SessionFilterForm(forms.Form):
-    q = forms.CharField(required=False, max_length=200, label="Search")
+    """The session list's search, filters and sort (`?q=…&model=…&has_blobs=on&sort=-duration`).
+
+    The search is blobviewer.search's: case-folded substring search in titles, items and
+    blobs, or in titles only for a query shorter than MIN_QUERY_CHARS.
+    """
+
+    q = forms.CharField(required=False, max_length=MAX_QUERY_CHARS, label="Search")
     model = forms.CharField(required=False, max_length=200)
     has_blobs = forms.BooleanField(required=False, label="with blobs")
 
+    @property
+    def query(self) -> SearchQuery | None:
+        """The search, when there is a valid one."""
+        return parse_query(self.cleaned_data["q"]) if self.is_valid() else None
+
+    @property
+    def sort(self) -> Sort:
+        """The sort the URL asks for; an unknown one sorts newest first (see sort_error)."""
+        try:
+            return parse_sort(self.data.get("sort"))
+        except UnknownSort:
+            return parse_sort(DEFAULT_SORT)
+
+    @property
+    def sort_error(self) -> str:
+        try:
+            parse_sort(self.data.get("sort"))
+        except UnknownSort as error:
+            return str(error)
+        return ""
+
+    @property
+    def filtering(self) -> bool:
+        return self.is_valid() and any(
+            self.cleaned_data[name] for name in ("q", "model", "has_blobs")
+        )
+
     def filter(self, sessions: QuerySet[Session]) -> QuerySet[Session]:
-        """The sessions that match; an invalid form filters nothing."""
+        """The sessions that match, in the order asked for; an invalid form filters nothing."""
+        sessions = sessions.order_by(*self.sort.order_by())
         if not self.is_valid():
             return sessions
         data = self.cleaned_data
-        if q := data["q"].strip():
-            text_matches = Item.objects.filter(session=OuterRef("pk")).filter(
-                Q(text__icontains=q) | Q(output__icontains=q)
-            )
-            sessions = sessions.filter(Q(title__icontains=q) | Exists(text_matches))
+        if query := self.query:
+            sessions = sessions.filter(session_filter(query))
         if data["model"]:
             sessions = sessions.filter(model=data["model"])
         if data["has_blobs"]:

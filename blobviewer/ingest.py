@@ -58,6 +58,7 @@ from blobviewer.importers import (
 )
 from blobviewer.models import Blob, BlobRef, Item, PrunedSession, Session
 from blobviewer.retention import session_pruned_message
+from blobviewer.search import index_session
 from blobviewer.session_facts import fill_step_durations, update_session_facts
 from core.blob_errors import BlobStoreError
 from core.blob_id import BLOB_REF, blob_created_at, find_blob_refs
@@ -346,6 +347,9 @@ def ingest_session(
             message = f"the database refused it ({error}); nothing was recorded"
             raise IngestError(source_path, None, message) from None
         raise
+    # After the transaction, so blob files are not read with the database locked; what a
+    # failure here leaves unindexed, the next ingest of the session indexes.
+    index_session(session.id, store=store, changed_items=rederived)
     return IngestResult(
         session_id=session.id,
         path=source_path,

@@ -53,6 +53,7 @@ FTS_TABLE = "blobviewer_searchchunk_fts"
 # keeps the stand-ins that ingest uses for item text (blobviewer.ingest._storable).
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 _WHITESPACE = re.compile(r"\s+")
+_GLOB_SPECIAL = re.compile(r"([*?\[])")  # each stands for itself inside [...]
 _BATCH = 200
 
 Source = SearchChunk.Source
@@ -167,16 +168,28 @@ def index_title(session: Session) -> None:
             )
 
 
-def index_session(session_id: uuid.UUID, *, store: FsBlobStore) -> None:
+def index_session(
+    session_id: uuid.UUID, *, store: FsBlobStore, changed_items: Iterable[Item] = ()
+) -> None:
     """Index what search does not know yet of a session: its title, items that have no
-    chunks, and the blobs it references that the store has and search has not read.
+    chunks, *changed_items* (rewritten in place, e.g. re-derived by a rebuild), and the
+    blobs it references that the store has and search has not read.
 
-    Cheap when nothing is new (a few queries), so ingest calls it after every run.
+    Cheap when nothing is new (a few queries), so ingest calls it after every run. One
+    transaction: a commit per blob would cost a disk sync each.
     """
+    with transaction.atomic():
+        _index_session(session_id, store=store, changed_items=changed_items)
+
+
+def _index_session(
+    session_id: uuid.UUID, *, store: FsBlobStore, changed_items: Iterable[Item]
+) -> None:
     session = Session.objects.filter(pk=session_id).first()
     if session is None:
         return
     index_title(session)
+    index_items(changed_items)
     unindexed = (
         Item.objects.filter(session_id=session_id)
         .exclude(text="", output="", tool_calls=[])
@@ -206,8 +219,9 @@ def index_pending_blobs(*, store: FsBlobStore, blob_ids: Any = None) -> int:
     if blob_ids is not None:
         blobs = blobs.filter(pk__in=blob_ids)
     done = 0
-    for blob in blobs.only("pk", "kind", "missing", "error"):
-        done += index_blob(blob, store=store) is not None
+    with transaction.atomic():  # one disk sync, not one per blob
+        for blob in blobs.only("pk", "kind", "missing", "error"):
+            done += index_blob(blob, store=store) is not None
     return done
 
 
@@ -278,10 +292,10 @@ def parse_query(text: str | None) -> SearchQuery | None:
 def matching_chunks(query: SearchQuery) -> QuerySet[SearchChunk]:
     """Every chunk whose folded text contains the folded query (a full query only)."""
     if connection.vendor == "sqlite":
-        # A quoted FTS5 string is one phrase of the query's trigrams, in order: exactly a
-        # substring match, since the tokenizer keeps case (the text is folded already).
-        phrase = '"' + query.folded.replace('"', '""') + '"'
-        found = RawSQL(f"SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH %s", [phrase])
+        # GLOB is case-sensitive (the text and the query are folded already); FTS5 finds the
+        # chunks that have all the pattern's trigrams and SQLite tests the pattern on them.
+        pattern = "*" + _GLOB_SPECIAL.sub(r"[\1]", query.folded) + "*"
+        found = RawSQL(f"SELECT rowid FROM {FTS_TABLE} WHERE folded GLOB %s", [pattern])
         return SearchChunk.objects.filter(pk__in=found)
     # LIKE '%…%' on the folded text; pg_trgm's GIN index finds the candidates.
     return SearchChunk.objects.filter(folded__contains=query.folded)
@@ -386,20 +400,26 @@ class Snippet:
 
 
 def snippet(chunk: SearchChunk, query: SearchQuery, *, chars: int = SNIPPET_CHARS) -> Snippet:
-    """The match of *query* in *chunk* with *chars* characters around it, whitespace runs
-    shown as one space; the match as the text has it (its case, before folding)."""
+    """The match of *query* in *chunk* with the rest of its line around it (up to *chars*
+    characters either side), whitespace runs shown as one space; the match as the text has
+    it (its case, before folding)."""
     text = chunk.text
-    position = chunk.folded.find(query.folded)
+    folded = text.casefold()  # as stored (chunks_by_id leaves that column in the database)
+    position = folded.find(query.folded)
     if position < 0:  # cannot happen for a chunk the index found; show its start
         start = end = 0
     else:
-        start, end = _unfolded_span(text, chunk.folded, position, position + len(query.folded))
-    before = text[max(0, start - chars) : start]
-    after = text[end : end + chars]
+        start, end = _unfolded_span(text, folded, position, position + len(query.folded))
+    # The rest of the match's line(s), as grep shows a hit: at most *chars* either side.
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", end)
+    line_end = len(text) if line_end < 0 else line_end
+    first = max(line_start, start - chars)
+    last = min(line_end, end + chars)
     return Snippet(
-        before=("…" if start > chars else "") + _one_line(before),
+        before=("…" if first > line_start else "") + _one_line(text[first:start]),
         match=_one_line(text[start:end]),
-        after=_one_line(after) + ("…" if end + chars < len(text) else ""),
+        after=_one_line(text[end:last]) + ("…" if last < line_end else ""),
         line=chunk.line + text.count("\n", 0, start),
         matched_text=text[start:end],
     )
@@ -452,4 +472,35 @@ def grep_selector(matched_text: str) -> str:
 
 
 def chunks_by_id(ids: Iterable[int]) -> dict[int, SearchChunk]:
-    return SearchChunk.objects.in_bulk(list(set(ids)))
+    """The chunks for snippets, without their folded copy (folding again is cheaper than
+    reading it)."""
+    return SearchChunk.objects.defer("folded").in_bulk(list(set(ids)))
+
+
+# --- keeping the index in step with saved rows ---------------------------------------------
+# Ingest writes items in bulk and indexes them itself (index_session); these catch the rows
+# saved one at a time (the admin, `save()` in code), so no title or item goes unsearched.
+
+
+def _title_saved(sender: type[Session], instance: Session, **kwargs: Any) -> None:
+    fields = kwargs.get("update_fields")
+    if kwargs.get("raw") or (fields is not None and "title" not in fields):
+        return
+    index_title(instance)
+
+
+def _item_saved(sender: type[Item], instance: Item, **kwargs: Any) -> None:
+    fields = kwargs.get("update_fields")
+    if kwargs.get("raw") or (
+        fields is not None and not {"text", "tool_calls", "output"} & set(fields)
+    ):
+        return
+    index_items([instance])
+
+
+def connect_signals() -> None:
+    """Called once from the app's ready()."""
+    from django.db.models.signals import post_save
+
+    post_save.connect(_title_saved, sender=Session, dispatch_uid="search-title")
+    post_save.connect(_item_saved, sender=Item, dispatch_uid="search-item")

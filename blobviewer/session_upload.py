@@ -41,6 +41,7 @@ from blobviewer.ingest import (
 )
 from blobviewer.models import Blob, BlobRef, Session
 from blobviewer.retention import upload_refusal
+from blobviewer.search import index_pending_blobs
 from blobviewer.session_ownership import NotYours, check_blob_fills, claim_session
 from core.blob_id import BlobId, parse_blob_id
 from core.content import Content, Structured, Text, decode_text
@@ -165,6 +166,8 @@ def save_upload(upload: Upload, *, owner: AbstractBaseUser) -> UploadResult:
             # Blobs sent after the items that reference them: their rows said "missing".
             for blob in Blob.objects.filter(id__in=added, missing=True):
                 refresh_blob(blob.id, store=store, row=blob)
+            # ...and now search sees inside them too.
+            index_pending_blobs(store=store, blob_ids=added)
             if replace_log:
                 _save_log(upload.log_file, path)
     except BaseException as error:

@@ -219,6 +219,10 @@ BLOBVIEWER_UPLOAD_MAX_BYTES = _env_int("BLOBVIEWER_UPLOAD_MAX_BYTES", 50 * 1024 
 # off a long session. The byte limit above still bounds the whole upload.
 DATA_UPLOAD_MAX_NUMBER_FILES = _env_int("BLOBVIEWER_UPLOAD_MAX_FILES", 1000)
 
+# Search sees inside each blob up to this many bytes of its text (JSON: as indented on its
+# page); a longer blob's page says that search sees only its beginning (blobviewer.search).
+BLOBVIEWER_SEARCH_BLOB_BYTES = _env_int("BLOBVIEWER_SEARCH_BLOB_BYTES", 4 * 1024 * 1024)
+
 # Expensive selector evaluations (a grep: step, or any selector on a blob over
 # BLOBVIEWER_EXPENSIVE_BYTES) run at most BLOBVIEWER_EXPENSIVE_CONCURRENCY at a time across
 # all worker processes; another waits up to BLOBVIEWER_EXPENSIVE_WAIT_SECONDS for a turn,

@@ -11,6 +11,7 @@ urlpatterns = [
     path("", views.session_list, name="session_list"),
     path("sessions/<uuid:session_id>/", views.session_detail, name="session_detail"),
     path("sessions/<uuid:session_id>/items/<int:seq>/", views.item_detail, name="item_detail"),
+    path("sessions/<uuid:session_id>/find", views.session_find, name="session_find"),
     # /blobs/ — stored outputs, read with the model's selectors
     path("blobs/", views.blob_list, name="blob_list"),
     path("blobs/<uuid:blob_id>/", views.blob_detail, name="blob_detail"),

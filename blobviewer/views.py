@@ -7,6 +7,7 @@ import re
 import uuid
 from datetime import timedelta
 from typing import Any
+from urllib.parse import urlencode, urlsplit
 
 from django.conf import settings
 from django.contrib import messages
@@ -34,6 +35,8 @@ from blobviewer.forms import (
 )
 from blobviewer.models import ApiToken, Blob, Item, PrunedBlob, Session, ShareLink
 from blobviewer.retention import pruned_blob
+from blobviewer.search_results import FIND_PARAM, anchor_of, find_state, list_hits, same_page
+from blobviewer.session_sort import headers as sort_headers
 from blobviewer.session_upload import UploadError, received_upload, save_upload
 from blobviewer.timeline import item_blob_refs, item_page_context, page_context
 from core.blob_store import BlobNotFound, BlobStoreError
@@ -180,9 +183,10 @@ def session_list(request: HttpRequest) -> HttpResponse:
     form = SessionFilterForm(request.GET)
     sessions = form.filter(Session.objects.all())
     page = Paginator(sessions, SESSIONS_PER_PAGE).get_page(request.GET.get("page"))
-    totals = sessions.aggregate(
+    totals = sessions.order_by().aggregate(
         items=Sum("item_count"),
-        tool_results=Sum("tool_result_count"),
+        steps=Sum("step_count"),
+        errors=Sum("error_count"),
         blobs=Sum("blob_count"),
         received=Sum("output_bytes_received"),
         in_history=Sum("output_bytes_in_history"),
@@ -190,8 +194,48 @@ def session_list(request: HttpRequest) -> HttpResponse:
     totals = {name: value or 0 for name, value in totals.items()}
     totals["kept_out"] = max(0, totals["received"] - totals["in_history"])
     models = Session.objects.exclude(model="").order_by("model").values_list("model", flat=True)
-    context = {"form": form, "page": page, "totals": totals, "models": models.distinct()}
+    page.object_list = list(page.object_list)
+    context = {
+        "form": form,
+        "page": page,
+        "totals": totals,
+        "models": models.distinct(),
+        "query": form.query,
+        "hits": list_hits(form.query, page.object_list),
+        "sort": form.sort,
+        "sort_headers": sort_headers(form.sort),
+    }
     return _render(request, "session_list.html", context, fragment="session_list.html#list")
+
+
+@require_GET
+def session_find(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
+    """Find in a session: open hit `hit` of `q` on the timeline (its page, at its anchor,
+    with the find box saying where it is). For htmx, when that is the page on screen, only
+    the find box is swapped and the page scrolls to the hit; otherwise the browser goes
+    there."""
+    session = get_object_or_404(Session, id=session_id)
+    state = find_state(session, request.GET.get("q"), _positive_int(request.GET.get("hit")))
+    target = state.step_url or _session_page_finding(session, state.text)
+    if not request.htmx:
+        return redirect(target)
+    current = request.htmx.current_url or ""
+    on_screen = urlsplit(current).path == session.get_absolute_url()
+    if state.step_url and not (on_screen and same_page(state.step_url, urlsplit(current).query)):
+        response = HttpResponse(status=200)
+        response["HX-Redirect"] = state.step_url
+        return response
+    response = render(request, "_find_in_session_box.html", {"find": state})
+    patch_vary_headers(response, ["HX-Request", "HX-Current-URL"])
+    if state.step_url:
+        response["HX-Push-Url"] = state.step_url
+        response["HX-Reswap"] = f"outerHTML show:#{anchor_of(state.step_url)}:top"
+    return response
+
+
+def _session_page_finding(session: Session, text: str) -> str:
+    url = session.get_absolute_url()
+    return f"{url}?{urlencode({FIND_PARAM: text})}" if text else url
 
 
 @require_GET
@@ -199,7 +243,10 @@ def session_detail(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
     """The run as steps (see blobviewer.timeline); htmx gets the outline and the steps."""
     session = get_object_or_404(Session, id=session_id)
     context = page_context(session, request.GET)
-    return _render(request, "session_detail.html", context, fragment="session_detail.html#body")
+    response = _render(request, "session_detail.html", context, fragment="session_detail.html#body")
+    if request.htmx:  # the address bar shows `?errors=1`, not the form's `?errors=1&tool=`
+        response["HX-Push-Url"] = context["canonical_url"]
+    return response
 
 
 @require_GET

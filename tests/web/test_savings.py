@@ -39,7 +39,9 @@ def totals_row(html: str) -> str:
 
 
 def row_of(html: str, title: str) -> str:
-    return re.search(rf"<tr>\s*<td><a [^>]*>{re.escape(title)}</a>.*?</tr>", html, re.S).group(0)
+    cell = rf'<td class="title"><a [^>]*>{re.escape(title)}</a>'
+    pattern = rf'<tr class="session[^"]*">\s*{cell}.*?</tr>'
+    return re.search(pattern, html, re.S).group(0)
 
 
 @pytest.mark.parametrize(
@@ -64,11 +66,11 @@ def test_the_list_shows_received_in_history_and_the_ratio(logged_in_client):
 
     html = logged_in_client.get(reverse("session_list")).content.decode()
 
-    assert ">Tool output received</th>" in html and ">In history</th>" in html
-    assert ">Ratio</th>" in html
+    assert "</a> → in history <span" in html and ">Ratio</th>" in html
     row = row_of(html, "Big outputs")
-    assert 'title="3,000,000 bytes">2.9\xa0MB</td>' in row
-    assert 'title="1,000,000 bytes">976.6\xa0KB</td>' in row
+    assert 'title="3,000,000 bytes received">2.9\xa0MB</span> → ' in row
+    assert 'title="1,000,000 bytes in the history">976.6\xa0KB</span>' in row
+    assert 'title="2,000,000 bytes kept out of context">(1.9\xa0MB)</span>' in row
     assert '<td class="num ratio">3.0×</td>' in row
     assert '<td class="num ratio">—</td>' in row_of(html, "Nothing received")
 
@@ -112,15 +114,13 @@ def test_the_totals_are_the_sums_over_the_filtered_sessions(logged_in_client):
 
     row = totals_row(html)
     assert "all 2 matching sessions" in row
-    cells = re.findall(r'<td class="num[^"]*"(?: title="([^"]*)")?>([^<]*)</td>', row)
-    assert cells == [
-        ("", "12"),  # items
-        ("", "0"),  # tool results
-        ("", "5"),  # blobs
-        ("6,000 bytes", "5.9\xa0KB"),  # received
-        ("400 bytes", "400\xa0bytes"),  # in history
-        ("5,600 bytes", "5.5\xa0KB"),  # kept out
-        ("", "15.0×"),  # 6,000 / 400
+    cells = re.findall(r'<td class="num[^"]*">([^<]*)</td>', row)
+    assert cells == ["12", "0", "0", "5", "15.0×"]  # items, steps, errors, blobs, ratio
+    spans = re.findall(r'<span (?:class="kept" )?title="([^"]*)">([^<]*)</span>', row)
+    assert spans == [
+        ("6,000 bytes received", "5.9\xa0KB"),
+        ("400 bytes in the history", "400\xa0bytes"),
+        ("5,600 bytes kept out of context", "(5.5\xa0KB)"),
     ]
 
 
@@ -141,7 +141,7 @@ def test_the_totals_cover_every_page_not_only_the_one_shown(logged_in_client):
 
     row = totals_row(html)
     assert "Total of all 60 sessions" in row
-    assert 'title="60,000 bytes"' in row and ">60</td>" in row and ">10.0×</td>" in row
+    assert 'title="60,000 bytes received"' in row and ">60</td>" in row and ">10.0×</td>" in row
 
 
 def test_the_totals_follow_the_filters_in_the_htmx_fragment(logged_in_client):
@@ -154,7 +154,7 @@ def test_the_totals_follow_the_filters_in_the_htmx_fragment(logged_in_client):
     assert html.lstrip().startswith('<div id="list">')
     row = totals_row(html)
     assert "Total of 1 matching session<" in row
-    assert 'title="5,000 bytes"' in row and ">10.0×</td>" in row
+    assert 'title="5,000 bytes received"' in row and ">10.0×</td>" in row
 
 
 def test_the_totals_take_one_query_however_many_sessions_match(logged_in_client):

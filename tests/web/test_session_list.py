@@ -22,6 +22,7 @@ def make_session(title: str, *, hours: int = 0, model: str = "m", blobs: int = 0
         title=title,
         model=model,
         created_at=START + timedelta(hours=hours),
+        started_at=START + timedelta(hours=hours),
         blob_count=blobs,
         **kw,
     )
@@ -33,7 +34,7 @@ def test_it_lists_sessions_newest_first_with_their_counts(logged_in_client):
         "Newer run",
         hours=5,
         item_count=1234,
-        tool_result_count=56,
+        step_count=56,
         blobs=7,
         output_bytes_received=3_000_000,
         output_bytes_in_history=1_000_000,
@@ -48,7 +49,7 @@ def test_it_lists_sessions_newest_first_with_their_counts(logged_in_client):
     assert '<td class="num">56</td>' in html
     assert '<td class="num">7</td>' in html
     assert "1.9\xa0MB" in html  # 2,000,000 bytes kept out of the context
-    assert "2025-05-01 17:00" in html
+    assert "2025-05-01 17:00 UTC" in html  # times say their zone
 
 
 def test_it_answers_htmx_with_the_list_fragment(logged_in_client):
