@@ -793,6 +793,8 @@ def page_context(session: Session, query: Mapping[str, str]) -> dict[str, Any]:
         "biggest": biggest,
         "outline_url": _toggled(timeline, number, biggest=not biggest),
         "counts": timeline.counts,
+        # The address of what is shown, without empty or unknown parameters.
+        "canonical_url": timeline.page_url(number),
         # Called by the template only when it draws the header (not for htmx swaps).
         "chart": partial(timeline.chart, number),
         "meta": {"args": arguments_view("", session.meta, budget=META_BYTES)}

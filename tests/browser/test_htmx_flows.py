@@ -22,9 +22,9 @@ def test_it_opens_a_session_and_a_blob_in_place(page, live_server, sample_sessio
     page.click("text=Fix the build")
     session_url = f"{live_server.url}/sessions/{sample_session.id}/"
     expect(page).to_have_url(session_url)
-    expect(page.locator("article.item")).to_have_count(9)
+    expect(page.locator("section.step")).to_have_count(4)
 
-    page.locator("#item-3 a.blob-ref").click()
+    page.locator("#step-3 a.blob-ref").click()
 
     in_place = page.locator("#item-3-blob.blob-view.in-place")
     expect(in_place).to_contain_text("lines 1-300 of 300")
@@ -61,9 +61,9 @@ def test_a_cut_item_opens_whole_in_place(page, live_server, data_dir):
 def test_an_inspect_call_opens_what_the_model_read(page, live_server, sample_session):
     page.goto(f"{live_server.url}/sessions/{sample_session.id}/")
 
-    page.click("#item-4 a.inspect-link")
+    page.click("#step-5 a.inspect-link")
 
-    expect(page.locator("#item-4-blob")).to_contain_text("lines 2-3 of 300")
+    expect(page.locator("#item-5-blob")).to_contain_text("lines 2-3 of 300")
 
 
 def test_a_selector_swaps_the_view_and_the_address_bar_reproduces_it(

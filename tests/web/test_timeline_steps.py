@@ -32,8 +32,8 @@ from web.timeline_records import (
     record,
     result,
     set_duration,
-    set_tokens,
     steps_session,
+    tokens_session,
     user,
 )
 
@@ -295,27 +295,6 @@ def test_open_the_item_replaces_a_steps_output_with_all_of_it(logged_in_client, 
 # --- tokens and the chart -------------------------------------------------------------------
 
 
-def tokens_session() -> Session:
-    """Three turns with recorded tokens; turns 1 and 3 had an output promoted."""
-    big = "".join(f"row {n}\n" for n in range(400))
-    session = record(
-        [
-            user(1, "go"),
-            assistant(2, call("a", "run"), call("b", "run")),
-            result(3, "a", big),
-            result(4, "b", "small"),
-            assistant(5, call("c", "run")),
-            result(6, "c", "small"),
-            assistant(7, call("d", "run")),
-            result(8, "d", big + "more"),
-            assistant(9, text="done"),
-        ]
-    )
-    for seq, context in ((2, 1_200), (5, 1_900), (7, 2_400), (9, 3_100)):
-        set_tokens(session, seq, inputs=context, outputs=50 + seq, context=context)
-    return session
-
-
 def test_each_turn_shows_its_input_and_output_tokens(logged_in_client, data_dir):
     session = tokens_session()
 
@@ -467,13 +446,15 @@ def test_the_filter_form_works_without_javascript_and_swaps_with_htmx(logged_in_
     url = session.get_absolute_url()
 
     html = page(logged_in_client, session)
-    fragment = logged_in_client.get(url, {"tool": "Grep"}, headers=HTMX).content.decode()
+    response = logged_in_client.get(url, {"tool": "Grep", "errors": "", "page": "1"}, headers=HTMX)
+    fragment = response.content.decode()
 
     form = re.search(r'<form class="filters step-filters"[^>]*>', html).group(0)
     assert 'method="get"' in form and f'action="{url}"' in form and f'hx-get="{url}"' in form
     assert 'hx-target="#timeline-body"' in form and 'hx-push-url="true"' in form
     assert fragment.lstrip().startswith('<div id="timeline-body" class="timeline-body">')
     assert ids(fragment, "step-") == ["step-3"] and "<h1>" not in fragment
+    assert response["HX-Push-Url"] == f"{url}?tool=Grep"  # what is shown, nothing empty
 
 
 def test_each_filter_pages_and_keeps_itself_in_the_page_links(logged_in_client, data_dir):

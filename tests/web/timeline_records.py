@@ -86,3 +86,24 @@ def set_tokens(session: Session, seq: int, *, inputs: int, outputs: int, context
 
 def set_duration(session: Session, seq: int, seconds: float) -> None:
     Item.objects.filter(session=session, seq=seq).update(duration=timedelta(seconds=seconds))
+
+
+def tokens_session() -> Session:
+    """Four turns with recorded tokens; the first and the third had an output promoted."""
+    big = "".join(f"row {n}\n" for n in range(400))
+    session = record(
+        [
+            user(1, "go"),
+            assistant(2, call("a", "run"), call("b", "run")),
+            result(3, "a", big),
+            result(4, "b", "small"),
+            assistant(5, call("c", "run")),
+            result(6, "c", "small"),
+            assistant(7, call("d", "run")),
+            result(8, "d", big + "more"),
+            assistant(9, text="done"),
+        ]
+    )
+    for seq, context in ((2, 1_200), (5, 1_900), (7, 2_400), (9, 3_100)):
+        set_tokens(session, seq, inputs=context, outputs=50 + seq, context=context)
+    return session
