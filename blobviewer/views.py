@@ -59,12 +59,6 @@ _ITEM_FRAGMENTS = {
     Item.Type.ASSISTANT: "_turn_text.html",
     Item.Type.USER: "_message.html",
 }
-# What replaces an item's cut copy on the timeline, by the item's type.
-_ITEM_FRAGMENTS = {
-    Item.Type.TOOL_RESULT: "_step_result.html",
-    Item.Type.ASSISTANT: "_turn_text.html",
-    Item.Type.USER: "_message.html",
-}
 
 
 def _render(
