@@ -1,17 +1,19 @@
 """Benchmarks for the site on big data (SPEC 4 "Speed"), printed as ratios to baselines
 measured in the same run. Not a test: run it by hand or with `make bench`.
 
-    python bench/site_bench.py [--mb 100] [--items 10000]
+    python bench/site_bench.py [--mb 100] [--steps 10000]
 
 It builds a throwaway data directory and SQLite database, stores a text blob of --mb MB
-and records a session of --items items that reference it, then requests pages through
+and records a session of --steps tool calls (every tenth output promoted to it, every
+fiftieth an error), then requests pages through
 Django's test client (the whole request/response cycle, without a network):
 
 - the blob page (no selector, and `lines:` near the end) against one plain read of the
   blob's file: the page must not cost a whole read per request, so the ratio stays
   well under 1x once the line index is cached;
-- the session page (first, middle and last page) against the login page, the cheapest
-  page the site serves.
+- the session page of a --steps step session (first, middle and last page, and pages
+  under the errors-only and one-tool filters) against the login page, the cheapest page
+  the site serves; every page must stay under 200 KB too.
 
 Sizes are the HTML bytes sent; SPEC 4 wants every blob page under 200 KB. Times are the
 best of 5 requests after one warm-up.
@@ -46,7 +48,7 @@ def best_of(runs: int, action: Callable[[], object]) -> tuple[float, object]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--mb", type=int, default=100)
-    parser.add_argument("--items", type=int, default=10_000)
+    parser.add_argument("--steps", type=int, default=10_000)
     parser.add_argument("--json-mb", type=int, default=20)
     args = parser.parse_args()
 
@@ -89,10 +91,11 @@ def main() -> int:
 
     with SessionLogWriter(sessions_dir(), title="bench") as log:
         log.append(UserMessage("go"))
-        for n in range(1, args.items // 2):
-            log.append(AssistantMessage("", (ToolCall(f"c{n}", "run", {"n": n}),)))
+        for n in range(1, args.steps):
+            tool = ("run", "grep", "read")[n % 3]
+            log.append(AssistantMessage("", (ToolCall(f"c{n}", tool, {"n": n}),)))
             output = f"[blob:{blob_id}] text | {count} lines" if n % 10 == 0 else f"ok {n}"
-            log.append(ToolResult(f"c{n}", "run", output))
+            log.append(ToolResult(f"c{n}", tool, output, is_error=n % 50 == 0))
         small = admit_sync(promote("x\n" * 1000), store)
         log.append(ToolResult("last", "run", small.text))
     started = time.perf_counter()
@@ -123,9 +126,15 @@ def main() -> int:
     parse_time, _ = best_of(3, lambda: orjson.loads(json_path.read_bytes()))
     anonymous = Client()
     login_time, _ = best_of(5, lambda: anonymous.get("/accounts/login/").content)
-    from blobviewer.views import ITEMS_PER_PAGE
+    from blobviewer.models import Session
+    from blobviewer.steps import StepFilter
+    from blobviewer.timeline import Timeline
 
-    pages = -(-result.total_items // ITEMS_PER_PAGE)
+    recorded = Session.objects.get(id=result.session_id)
+    pages = Timeline(recorded, StepFilter()).layout.page_count
+    error_pages = Timeline(recorded, StepFilter(errors=True)).layout.page_count
+    grep_pages = Timeline(recorded, StepFilter(tool="grep")).layout.page_count
+    session_url = f"/sessions/{result.session_id}/"
     rows = [
         ("blob page, no selector", f"/blobs/{blob_id}/", read_time, "one read of the file"),
         (
@@ -140,23 +149,36 @@ def main() -> int:
             parse_time,
             "one read + parse",
         ),
-        ("session page 1", f"/sessions/{result.session_id}/", login_time, "the login page"),
+        ("session page 1", session_url, login_time, "the login page"),
         (
             f"session page {pages // 2}",
-            f"/sessions/{result.session_id}/?page={pages // 2}",
+            f"{session_url}?page={pages // 2}",
             login_time,
             "the login page",
         ),
         (
             f"session page {pages} (the last)",
-            f"/sessions/{result.session_id}/?page={pages}",
+            f"{session_url}?page={pages}",
+            login_time,
+            "the login page",
+        ),
+        ("session, errors only, page 1", f"{session_url}?errors=1", login_time, "the login page"),
+        (
+            f"session, errors only, page {error_pages}",
+            f"{session_url}?errors=1&page={error_pages}",
+            login_time,
+            "the login page",
+        ),
+        (
+            f"session, tool=grep, page {grep_pages // 2 or 1}",
+            f"{session_url}?tool=grep&page={grep_pages // 2 or 1}",
             login_time,
             "the login page",
         ),
     ]
     print(
         f"site benchmarks: a {blob_path.stat().st_size / 1e6:.1f} MB text blob "
-        f"({count:,} lines); a session of {result.total_items:,} items "
+        f"({count:,} lines); a session of {args.steps:,} steps ({result.total_items:,} items) "
         f"(ingested in {ingest_seconds:.2f}s)"
     )
     print("best of 5 requests after a warm-up, through Django's test client\n")

@@ -41,6 +41,7 @@ from django.utils.html import escape
 from blobviewer.models import BlobRef, Item, Session
 from blobviewer.steps import (
     ASSISTANT,
+    TOOL_CHARS,
     CallRow,
     ItemRow,
     Layout,
@@ -64,8 +65,9 @@ from core.content import utf8_size
 # bytes, escaped and linked).
 PREVIEW_BYTES = 1000
 _BLOB_REF_CHARS = len("[blob:00000000-0000-0000-0000-000000000000]")
-# What a `[blob:<id>]` link adds around its text (href, hx-get, hx-target, hx-swap).
-_LINK_MARKUP = 160
+# What a `[blob:<id>]` link adds around its text (class, href, hx-get, hx-target, hx-swap,
+# and for a blob missing from the store its title).
+_LINK_MARKUP = 240
 # Every character is at least one byte, so this many characters fill any preview, and a
 # `[blob:<id>]` that the preview's end cuts in two can still be shown whole.
 _HEAD_CHARS = PREVIEW_BYTES + _BLOB_REF_CHARS
@@ -83,12 +85,12 @@ OUTLINE_MARKS = 400
 OUTLINE_BYTES = 30_000  # the outline's marks; fewer marks (each for a run of steps) past it
 BIGGEST_SHOWN = 20
 TITLE_CHARS = 100  # a step's one-line title in the "biggest outputs" list
+PATH_CHARS = 36  # ...whose paths keep their last components
 LABEL_CHARS = 40  # a tool's name in the labels of outline and chart marks
 CHART_MARKS_BYTES = 16_000
 META_BYTES = 4_000  # a session's meta, as `key: value` lines in the header
 TOOLS_LISTED = 60
 TOOLS_BYTES = 8_000
-TOOL_CHARS = 200  # the longest tool name the filter takes
 READERS_SHOWN = 3  # links to later inspect calls of a step's blob
 # An inspect call's link to the reader carries its selector only when it is short.
 READER_SELECTOR_BYTES = 300
@@ -754,7 +756,9 @@ def _titles(session: Session, steps: list[Step]) -> dict[str, str]:
             if isinstance(recorded, list) and step.call.index < len(recorded):
                 call = recorded[step.call.index]
                 arguments = call.get("arguments") if isinstance(call, dict) else None
-        titles[step.anchor] = one_line(step.tool or "tool result", arguments, limit=TITLE_CHARS)
+        titles[step.anchor] = one_line(
+            step.tool or "tool result", arguments, limit=TITLE_CHARS, path_chars=PATH_CHARS
+        )
     return titles
 
 

@@ -228,21 +228,23 @@ def arguments_view(tool: str, arguments: Any, *, budget: int | None = None) -> A
     return ArgsView("fields", fields=cut.fields(args), more_bytes=cut.left_out)
 
 
-def one_line(tool: str, arguments: Any, *, limit: int = ONE_LINE_CHARS) -> str:
+def one_line(
+    tool: str, arguments: Any, *, limit: int = ONE_LINE_CHARS, path_chars: int | None = None
+) -> str:
     """The call as a short title: `Read src/app.py`, `bash: pytest -x`, `Grep TODO in
     src`, `inspect <blob> lines:1-40`; for tools this module does not know, the tool name.
-    At most *limit* characters (a longer title ends with `…`)."""
+    At most *limit* characters (a longer title ends with `…`). With *path_chars*, a longer
+    path keeps its end (`…/tests/test_app.py`), the part that tells files apart."""
     view = arguments_view(tool, arguments, budget=4 * limit)
     tool = tool.strip() or "(unnamed tool)"
+    path = _path_tail(view.path, path_chars) if path_chars else view.path
     match view.kind:
         case "command":
             title = f"{tool}: {_first_line(view.command)}"
-        case "path" | "edit" if view.path:
-            title = " ".join(part for part in (tool, view.action, view.path) if part)
+        case "path" | "edit" if path:
+            title = " ".join(part for part in (tool, view.action, path) if part)
         case "search":
-            title = f"{tool} {_first_line(view.pattern)}" + (
-                f" in {view.path}" if view.path else ""
-            )
+            title = f"{tool} {_first_line(view.pattern)}" + (f" in {path}" if path else "")
         case "inspect":
             title = f"inspect {view.blob_id} {view.selector}".rstrip()
         case _:
@@ -332,6 +334,19 @@ def _first_key(args: dict[str, Any], keys: Iterable[str], kind: type) -> str | N
 def _without(args: dict[str, Any], keys: Iterable[str]) -> dict[str, Any]:
     dropped = set(keys)
     return {key: value for key, value in args.items() if key not in dropped}
+
+
+def _path_tail(path: str, chars: int) -> str:
+    """*path*, or when longer than *chars* its last components after `…/`."""
+    if len(path) <= chars:
+        return path
+    parts = path.rstrip("/").split("/")
+    tail = parts[-1]
+    for part in reversed(parts[:-1]):
+        if len(part) + len(tail) + 3 > chars:
+            break
+        tail = f"{part}/{tail}"
+    return f"…/{tail}"
 
 
 def _first_line(text: str) -> str:

@@ -290,3 +290,13 @@ def test_any_arguments_get_a_view_and_a_title_within_the_budget(tool, arguments)
     shown += [part for f in view.fields for part in (f.key, f.value)]
     # Each line and field carries up to 32 bytes of markup within the budget.
     assert sum(html_size(part) for part in shown) <= 500
+
+
+def test_a_title_can_keep_the_end_of_a_long_path():
+    arguments = {"file_path": "/home/me/src/deep-manifest/tests/test_unit.py"}
+
+    assert one_line("Read", arguments, path_chars=24) == "Read …/tests/test_unit.py"
+    assert one_line("Read", {"file_path": "a/b.py"}, path_chars=24) == "Read a/b.py"
+    assert one_line("Grep", {"pattern": "x", "path": "/very/long/path/to/src"}, path_chars=12) == (
+        "Grep x in …/to/src"
+    )
