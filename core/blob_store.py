@@ -16,6 +16,7 @@ from typing import Protocol, runtime_checkable
 from core.blob_errors import BlobCorrupt, BlobIOError, BlobNotFound, BlobStoreError, InvalidBlobId
 from core.blob_id import BlobId, new_blob_id, parse_blob_id
 from core.content import Content, Structured, Text, decode_text, encode_text
+from core.index import INDEX_MIN_BYTES, discard_index, index_for, store_index
 from core.json_values import JsonError, dumps_for_storage, parse_json
 
 __all__ = [
@@ -55,11 +56,22 @@ class FsBlobStore:
     processes) never clash: every blob gets a fresh UUID v7 and its own temporary file.
     With ``fsync=True`` each blob is flushed to the disk before the rename, which also
     survives a power loss, at the cost of waiting for the disk.
+
+    A blob of at least ``index_min_bytes`` gets its index (core.index) written beside it
+    in `.index/` as it is stored, so readers find its lines, entries and keys without
+    reading it whole. Failing to write an index never fails a store: it is a cache.
     """
 
-    def __init__(self, root: str | os.PathLike[str], *, fsync: bool = False) -> None:
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        fsync: bool = False,
+        index_min_bytes: int = INDEX_MIN_BYTES,
+    ) -> None:
         self.root = Path(root)
         self.fsync = fsync
+        self.index_min_bytes = index_min_bytes
 
     def __repr__(self) -> str:
         return f"FsBlobStore({str(self.root)!r})"
@@ -81,6 +93,7 @@ class FsBlobStore:
         data, suffix = self._encode(content)
         blob_id = new_blob_id()
         self._write_atomically(self.root / f"{blob_id}{suffix}", data)
+        self._write_index(blob_id, content, data)
         return blob_id
 
     def put_sync(self, blob_id: BlobId | str, content: Content) -> bool:
@@ -93,7 +106,10 @@ class FsBlobStore:
         if self.exists_sync(blob_id):
             return False
         data, suffix = self._encode(content)
-        return self._write_atomically(self.root / f"{blob_id}{suffix}", data, replace=False)
+        written = self._write_atomically(self.root / f"{blob_id}{suffix}", data, replace=False)
+        if written:
+            self._write_index(blob_id, content, data)
+        return written
 
     def load_sync(self, blob_id: BlobId | str) -> Content:
         path = self.path_of(blob_id)
@@ -152,9 +168,11 @@ class FsBlobStore:
     def discard_sync(self, blob_id: BlobId | str) -> None:
         """Remove a blob its writer has just stored in vain (e.g. the transaction that was
         to reference it failed). Blobs are immutable: this is for undoing, not editing."""
-        for path in self._candidates(parse_blob_id(blob_id)):
+        blob_id = parse_blob_id(blob_id)
+        for path in self._candidates(blob_id):
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
+        discard_index(self.root, str(blob_id))
 
     # -- internals ------------------------------------------------------------------------
 
@@ -168,6 +186,15 @@ class FsBlobStore:
             except (TypeError, ValueError, RecursionError) as error:
                 raise BlobStoreError(f"cannot store this value as JSON: {error}") from None
         raise TypeError(f"content must be Text or Structured, got {type(content).__name__}")
+
+    def _write_index(self, blob_id: BlobId, content: Content, data: bytes) -> None:
+        if len(data) < self.index_min_bytes:
+            return
+        is_text = isinstance(content, Text)
+        value = None if is_text else content.value  # type: ignore[union-attr]
+        # A cache: when it cannot be made here, readers make it from the blob if they need it.
+        with contextlib.suppress(OSError, ValueError, TypeError, RecursionError, MemoryError):
+            store_index(self.root, str(blob_id), index_for(data, value, is_text=is_text))
 
     def _candidates(self, blob_id: BlobId) -> tuple[Path, Path]:
         # Only a parsed UUID, rendered canonically, ever becomes part of a path.

@@ -8,7 +8,9 @@ and ends with `… truncated — continue with <selector>`, naming the exact nex
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+import contextlib
+import itertools
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +28,20 @@ from core.content import (
     encode_text,
     utf8_size,
 )
+from core.grep import LINE_CAP, count_lines_in, file_blocks
+from core.grep import Page as GrepPage
+from core.grep import search as grep_search
+from core.index import IndexedLine, IndexUnusable, JsonIndex, TextIndex, open_index
+from core.index.json_index import Node, Shown, Table
+from core.index.selection import (
+    Entries,
+    KeyRange,
+    NotIndexed,
+    TextLines,
+    Whole,
+    select,
+    stand_in,
+)
 from core.json_values import (
     display_key,
     dumps_compact,
@@ -34,9 +50,9 @@ from core.json_values import (
     json_type,
     shape,
 )
-from core.line_index import LineIndex
 from core.policy import DEFAULT_POLICY, Policy
 from core.selectors import (
+    Grep,
     GrepView,
     Key,
     Keys,
@@ -47,10 +63,11 @@ from core.selectors import (
     SelectorError,
     Slice,
     ValueView,
+    apply_steps,
     evaluate,
     explain,
+    key_line,
     parse_selector,
-    past_the_end,
 )
 from core.summary import ELLIPSIS, key_lines, schema_line
 from core.tools import ToolError
@@ -79,7 +96,8 @@ Without a selector you get the kind, size and beginning of the blob. Selectors:
 - slice:3..8   entries 3 to 7 of a JSON array (from 0, end excluded); also 3.. ..8 3..=8
 - key:results  the value of one key of a JSON object; key:"a|b" quotes a key with | in it
 - keys:40..80  key lines 40 to 79 of a JSON object (name and shape), paged like slice:
-- grep:regex   the lines of a text that match a Python regex, as <line number>: <line>
+- grep:regex   the lines of a text that match an RE2 regex, as <line number>: <line>; RE2 has \
+no backreferences and no lookaround; a page of matches ends with the selector that reads on
 Chain steps with |, e.g. key:results | slice:0..5  or  key:log | grep:ERROR  or \
 lines:100-200 | grep:def . Results are capped at about 8 KB; a cut result ends with \
 "continue with <selector>" naming the selector that reads on."""
@@ -94,9 +112,9 @@ async def inspect_blob_async(
 ) -> str:
     """What the inspect tool returns for *blob_id* and *selector*; raises InspectError."""
     parsed_id, parsed = _parse(blob_id, selector)
-    if isinstance(store, FsBlobStore) and isinstance(parsed, Selector):
+    if isinstance(store, FsBlobStore):
         args = (store, parsed_id, parsed, policy)
-        if (result := await asyncio.to_thread(_lines_from_file, *args)) is not None:
+        if (result := await asyncio.to_thread(_from_file, *args)) is not None:
             return result
     try:
         content = await store.load(parsed_id)
@@ -110,9 +128,7 @@ def inspect_blob(
 ) -> str:
     """:func:`inspect_blob_async` for synchronous callers (the CLI, the web site)."""
     parsed_id, parsed = _parse(blob_id, selector)
-    if isinstance(parsed, Selector) and (
-        result := _lines_from_file(store, parsed_id, parsed, policy)
-    ):
+    if (result := _from_file(store, parsed_id, parsed, policy)) is not None:
         return result
     try:
         content = store.load_sync(parsed_id)
@@ -135,39 +151,43 @@ def _parse(blob_id: str, selector: str | None) -> tuple[BlobId, Selector | Selec
         return parsed_id, error
 
 
-def _lines_from_file(
-    store: FsBlobStore, blob_id: BlobId, selector: Selector, policy: Policy
+def _from_file(
+    store: FsBlobStore, blob_id: BlobId, selector: Selector | SelectorError, policy: Policy
 ) -> str | None:
-    """`lines:A-B` of a text blob, read through a line index instead of loading the blob:
-    one pass to count lines, then only the lines shown are read and decoded. The result is
-    the same as :func:`render_inspect` gives; None when the selector or blob is another kind.
-    """
-    if len(selector.steps) != 1 or not isinstance(step := selector.steps[0], Lines):
-        return None
+    """The result read from the blob's file without loading the blob: `grep:` over a text
+    streamed (core.grep), anything else through the blob's index; None: load it instead."""
+    if (result := _grep_from_file(store, blob_id, selector, policy)) is not None:
+        return result
+    return _through_index(store, blob_id, selector, policy)
+
+
+def _through_index(
+    store: FsBlobStore, blob_id: BlobId, selector: Selector | SelectorError, policy: Policy
+) -> str | None:
+    """The result read through the blob's index (core.index): the index finds what the
+    selector reaches, and only what is shown is read. The same text as
+    :func:`render_inspect` gives for the loaded blob; None when the blob is to be loaded
+    instead (no index helps, or it turned out stale or damaged)."""
     try:
         path = store.path_of(blob_id)
-        if path.suffix != TEXT_SUFFIX:
-            return None
-        index = LineIndex.build(path)
-        total = index.line_count
-        if step.start > total:
-            raise InspectError(str(past_the_end(step, total)))
-        last = total if step.end is None else min(step.end, total)
-        # Every shown line takes at least one byte, so no more than the limit can be shown.
-        stop = min(last, step.start + policy.inspect_limit)
-        lines = index.read_lines(path, step.start, stop, max_line_bytes=policy.inspect_limit)
-    except BlobStoreError as error:
+        index = open_index(store.root, path, min_bytes=store.index_min_bytes)
+    except (BlobStoreError, OSError):
+        return None  # loading it says what is wrong
+    if index is None:
+        return None
+    try:
+        with index:
+            return _render_indexed(blob_id, index, selector, policy)
+    except (NotIndexed, IndexUnusable):
+        return None
+    except SelectorError as error:
         raise InspectError(str(error)) from None
     except UnicodeDecodeError:
+        if isinstance(index, JsonIndex):
+            return None  # loading it names the damage
         raise InspectError(f"blob {blob_id} is not UTF-8 text") from None
     except OSError as error:
         raise InspectError(f"cannot read blob {blob_id}: {error.strerror}") from None
-    header = f"[blob:{blob_id}] lines {step.start}-{last} of {total}"
-    units = [
-        _Unit([line.text], Selector((Lines(line.number, step.end),)), size=line.size)
-        for line in lines
-    ]
-    return _bounded(_cap(header, units, None, policy.inspect_limit), policy.inspect_limit)
 
 
 def _render_or_raise(
@@ -205,10 +225,10 @@ def render_inspect(
     if not selector:
         header, units, more = _overview(ref, content, policy)
     else:
-        view = evaluate(selector, content)
+        view = evaluate(selector, content, grep_page=_grep_page(ref, selector, policy))
         description, units = _selected(view, selector)
         name = "" if len(selector.steps) == 1 else f"{selector} → "
-        header, more = f"{ref} {name}{description}", None
+        header, more = f"{ref} {name}{description}", _grep_more(view, selector)
     return _bounded(_cap(header, units, more, policy.inspect_limit), policy.inspect_limit)
 
 
@@ -272,18 +292,7 @@ def _selected(view: Any, selector: Selector) -> tuple[str, list[_Unit]]:
             _Unit([line], prefix.then(Lines(n, last.end))) for n, line in view.numbered()
         ]
     if isinstance(view, GrepView):
-        # Resume after a match by narrowing the lines the regex runs over.
-        narrowed = prefix
-        end = view.last if view.last < view.total else None
-        if narrowed.steps and isinstance(narrowed.steps[-1], Lines):
-            end = narrowed.steps[-1].end
-            narrowed = Selector(narrowed.steps[:-1])
-        description = (
-            f"grep {last.pattern}: {len(view.matches)} of {view.last - view.first + 1} lines match"
-        )
-        return description, [
-            _Unit([f"{n}: {line}"], narrowed.then(Lines(n, end), last)) for n, line in view.matches
-        ]
+        return _grep_description(view), _grep_units(view, selector)
     if isinstance(view, KeysView):
         assert isinstance(last, Keys)
         description = f"keys {view.start}..{view.start + len(view.keys)} of {view.total} keys"
@@ -316,6 +325,157 @@ def _selected(view: Any, selector: Selector) -> tuple[str, list[_Unit]]:
     return description, _json_units(value, selector)
 
 
+# -- grep: one page of matches -----------------------------------------------------------------
+# A grep step stops once its matches fill what the cap leaves after the header and the
+# trailer (core.grep.Page), so every match it found is shown, the header counts exactly
+# those, and the trailer goes on after the last line searched: `lines:<B+1>- | grep:...`.
+
+_WIDEST_NUMBER = 10**20  # wider than any line number: room kept for the header and trailer
+
+
+def _grep_parts(selector: Selector) -> tuple[Selector, int | None, Grep]:
+    """The steps before the grep step less a last `lines:` step, that step's end (None: to
+    the end), and the grep step; a match resumes at `<steps> | lines:N-<end> | grep:...`."""
+    narrowed, last = Selector(selector.steps[:-1]), selector.steps[-1]
+    assert isinstance(last, Grep)
+    end = None
+    if narrowed.steps and isinstance(narrowed.steps[-1], Lines):
+        end = narrowed.steps[-1].end
+        narrowed = Selector(narrowed.steps[:-1])
+    return narrowed, end, last
+
+
+def _grep_description(view: GrepView, *, widest: bool = False) -> str:
+    """`grep <pattern>: <n> matches in lines <A>-<B> of <N>` (N is `?` when nothing counted
+    the text's lines), then a note when lines longer than LINE_CAP were searched in part."""
+    if view.total == 0 and not widest:
+        return f"grep {view.pattern}: 0 matches in an empty text"
+    numbers = [len(view.matches), view.first, view.last, "?" if view.total is None else view.total]
+    if widest:
+        numbers = [_WIDEST_NUMBER] * 4
+    count, first, last, total = numbers
+    description = f"grep {view.pattern}: {count} matches in lines {first}-{last} of {total}"
+    if view.long_lines or widest:
+        long_lines = view.long_lines or (_WIDEST_NUMBER, _WIDEST_NUMBER)
+        which = f"line {long_lines[0]} is"
+        if len(long_lines) > 1:
+            which = f"{len(long_lines)} lines (the first: line {long_lines[0]}) are"
+        description += (
+            f"\n{ELLIPSIS} {which} longer than {LINE_CAP} bytes: "
+            f"only the first {LINE_CAP} bytes of each were searched"
+        )
+    return description
+
+
+def _grep_units(view: GrepView, selector: Selector) -> list[_Unit]:
+    narrowed, end, grep = _grep_parts(selector)
+    units = []
+    for number, line in view.matches:
+        shown = f"{number}: {line}"
+        size = view.sizes.get(number)
+        units.append(
+            _Unit(
+                [shown],
+                narrowed.then(Lines(number, end), grep),
+                "match",
+                size=None if size is None else len(f"{number}: ") + size,
+            )
+        )
+    return units
+
+
+def _grep_more(view: object, selector: Selector) -> str | None:
+    """The trailer after a page of matches that ended before the lines searched did."""
+    if not isinstance(view, GrepView) or view.complete:
+        return None
+    narrowed, end, grep = _grep_parts(selector)
+    return _trailer(narrowed.then(Lines(view.last + 1, end), grep))
+
+
+def _grep_page(ref: str, selector: Selector, policy: Policy) -> GrepPage:
+    """The page a grep step may fill: the cap less the widest header and trailer."""
+    limit = policy.inspect_limit
+    if not selector or not isinstance(selector.steps[-1], Grep):
+        return GrepPage(max_bytes=limit, line_bytes=limit)
+    narrowed, end, grep = _grep_parts(selector)
+    widest = GrepView([], grep.pattern, 1, 1, None)
+    name = "" if len(selector.steps) == 1 else f"{selector} → "
+    header = f"{ref} {name}{_grep_description(widest, widest=True)}"
+    trailer = _trailer(narrowed.then(Lines(_WIDEST_NUMBER, end), grep))
+    room = limit - utf8_size(header) - 1 - utf8_size(trailer)
+    return GrepPage(max_bytes=max(room, 0), line_bytes=limit)
+
+
+def _grep_from_file(
+    store: FsBlobStore, blob_id: BlobId, selector: Selector | SelectorError, policy: Policy
+) -> str | None:
+    """`[lines:A-B |]* grep:P` of a text blob, streamed from its file in blocks (core.grep)
+    without loading it: the blob's index (when it has one) gives the line count and where
+    line A starts; otherwise lines are counted on the way. None for other selectors/blobs."""
+    if not isinstance(selector, Selector) or not selector:
+        return None
+    *narrowing, grep = selector.steps
+    if not isinstance(grep, Grep) or not all(isinstance(step, Lines) for step in narrowing):
+        return None
+    try:
+        path = store.path_of(blob_id)
+    except BlobStoreError:
+        return None  # loading it says what is wrong
+    if path.suffix != TEXT_SUFFIX:
+        return None
+    ref = f"[blob:{blob_id}]"
+    page = _grep_page(ref, selector, policy)
+    try:
+        opened = open_index(store.root, path, min_bytes=store.index_min_bytes)
+    except (OSError, IndexUnusable):
+        opened = None
+    index = opened if isinstance(opened, TextIndex) else None
+    try:
+        with open(path, "rb") as file, contextlib.ExitStack() as closing:
+            if opened is not None:
+                closing.enter_context(opened)
+            total, first, last = None, 1, None
+            if narrowing:
+                total = index.line_count if index is not None else count_lines_in(file)
+                file.seek(0)
+                # The lines: steps on a text-less view give core's numbers and errors.
+                lines_view = apply_steps(Selector(tuple(narrowing)), LinesView("", 1, total, total))
+                assert isinstance(lines_view, LinesView)
+                first, last = lines_view.first, lines_view.last
+            if index is not None:
+                total = index.line_count
+                file.seek(index.line_start(first))
+                blocks = file_blocks(file)
+            else:
+                file.seek(0)
+                blocks = file_blocks(file, first)
+            found = grep_search(blocks, grep.compiled, first=first, last=last, page=page)
+    except IndexUnusable:
+        return None  # a damaged index: loading the blob gives the same result
+    except SelectorError as error:
+        raise InspectError(str(error)) from None
+    except UnicodeDecodeError:
+        raise InspectError(f"blob {blob_id} is not UTF-8 text") from None
+    except OSError as error:
+        raise InspectError(f"cannot read blob {blob_id}: {error.strerror}") from None
+    total = found.line_count if total is None else total
+    view = GrepView(
+        found.matches,
+        grep.pattern,
+        first,
+        found.last,
+        total,
+        found.complete,
+        found.sizes,
+        tuple(found.long_lines),
+    )
+    name = "" if len(selector.steps) == 1 else f"{selector} → "
+    header = f"{ref} {name}{_grep_description(view)}"
+    units = _grep_units(view, selector)
+    more = _grep_more(view, selector)
+    return _bounded(_cap(header, units, more, policy.inspect_limit), policy.inspect_limit)
+
+
 def _json_units(value: Any, selector: Selector) -> list[_Unit]:
     """Indented JSON, grouped by top-level entry so a cut resumes at the next entry."""
     if isinstance(value, list) and value:
@@ -344,6 +504,233 @@ def _indent(text: str) -> list[str]:
     return ["  " + line for line in text.split("\n")]
 
 
+# -- reading through an index ----------------------------------------------------------------
+# The same units as above, made only as far as the cap can reach: each is a resume
+# selector (known from the index alone) and a loader that reads the unit's content.
+
+Pending = tuple[Selector | None, Callable[[], _Unit]]
+
+
+def _render_indexed(
+    blob_id: BlobId,
+    index: TextIndex | JsonIndex,
+    selector: Selector | SelectorError,
+    policy: Policy,
+) -> str:
+    limit = policy.inspect_limit
+    if isinstance(selector, SelectorError):
+        if isinstance(index, TextIndex):
+            raise InspectError(explain(selector, Text("")))
+        raise InspectError(explain(selector, Structured(stand_in(index, index.root()).value)))
+    ref = f"[blob:{blob_id}]"
+    if not selector:
+        header, pending, more = _indexed_overview(ref, index, policy)
+    else:
+        state = select(index, selector)
+        if isinstance(state, Whole) and state.node.table is None:  # small: read it whole
+            state = ValueView(index.value(state.node))
+        if isinstance(state, TextLines | Entries | KeyRange | Whole):
+            description, pending = _indexed_selected(index, state, selector, limit)
+        else:  # read and parsed on the way (e.g. a string reached by key:)
+            description, units = _selected(state, selector)
+            pending = _loaded(units)
+        name = "" if len(selector.steps) == 1 else f"{selector} → "
+        header, more = f"{ref} {name}{description}", None
+    return _bounded(_cap(header, _enough(pending, limit), more, limit), limit)
+
+
+def _loaded(units: Iterable[_Unit]) -> Iterator[Pending]:
+    for unit in units:
+        yield unit.resume, lambda unit=unit: unit
+
+
+def _enough(pending: Iterable[Pending], limit: int) -> list[_Unit]:
+    """The units _cap can reach: loaded until their lines alone pass *limit*, then the
+    next unit that names a resume selector, as a stand-in without content (_cap only
+    reads its selector, for the trailer)."""
+    units: list[_Unit] = []
+    size = 0
+    for resume, load in pending:
+        if size > limit and resume is not None:
+            units.append(_Unit([], resume))
+            break
+        unit = load()
+        units.append(unit)
+        if unit.size is not None:
+            size += 1 + unit.size
+        else:
+            size += sum(1 + utf8_size(line) for line in unit.lines)
+    return units
+
+
+def _line_unit(line: IndexedLine, resume: Selector) -> _Unit:
+    return _Unit([line.text], resume, size=line.size if line.cut else None)
+
+
+def _entry_unit(shown: Shown, resume: Selector | None, label: str = "entry") -> _Unit:
+    return _Unit([shown.text], resume, label, size=shown.size if shown.cut else None)
+
+
+def _indexed_overview(
+    ref: str, index: TextIndex | JsonIndex, policy: Policy
+) -> tuple[str, Iterable[Pending], str | None]:
+    """As _overview, reading only the lines, entries or key lines shown."""
+    head, limit = policy.inspect_head_lines, policy.inspect_limit
+    if isinstance(index, TextIndex):
+        total = index.line_count
+        header = f"{ref} text | {total} lines | {index.size} bytes"
+        shown = min(head, total)
+        lines = index.iter_lines(1, shown, max_line_bytes=limit)
+        pending = [
+            (resume, lambda resume=resume: _line_unit(next(lines), resume))
+            for resume in (Selector((Lines(n, shown),)) for n in range(1, shown + 1))
+        ]
+        more = None
+        if total > shown:
+            more = f"{ELLIPSIS} {total - shown} more lines — continue with " + str(
+                Lines(shown + 1, min(total, 2 * shown) or None)
+            )
+        return header, pending, more
+    root = index.root()
+    table = root.table
+    if table is None:
+        header = f"{ref} json_{root.kind} | {index.size} bytes"
+        value = index.compact(root.start, root.end, limit)
+        return header, [(None, lambda: _entry_unit(value, None, "value"))], None
+    count = table.count
+    if root.kind == "array":
+        header = f"{ref} json_array | {count} entries | {index.size} bytes"
+        shown = min(head, count)
+        spans = list(index.spans(table, 0, shown))
+
+        def schema() -> _Unit:
+            if not count:
+                return _Unit(["── schema ──", "(empty)"], None)
+            first = index.value(Node("", 0, *spans[0]))
+            return _Unit(["── schema ──", schema_line(first, 1 << 20)], None)
+
+        pending: list[Pending] = [(None, schema)]
+        if count:
+            head_resume = Selector((Slice(0, shown),))
+            pending.append((head_resume, lambda: _Unit(["── head ──"], head_resume)))
+        for i, (start, end) in enumerate(spans):
+            resume = Selector((Slice(i, shown),))
+            pending.append(
+                (
+                    resume,
+                    lambda r=resume, s=start, e=end: _entry_unit(index.compact(s, e, limit), r),
+                )
+            )
+        more = None
+        if count > shown:
+            more = f"{ELLIPSIS} {count - shown} more entries — continue with " + str(
+                Slice(shown, min(count, 2 * shown))
+            )
+        return header, pending, more
+    header = f"{ref} json_object | {count} keys | {index.size} bytes"
+    keys = _key_line_units(index, table, 0, count, Selector(), None)
+    return header, itertools.chain([(None, lambda: _Unit(["── keys ──"], None))], keys), None
+
+
+def _key_line_units(
+    index: JsonIndex, table: Table, start: int, stop: int, prefix: Selector, end: int | None
+) -> Iterator[Pending]:
+    """Key lines start..stop-1, each resuming with `keys:` after *prefix*."""
+    names = index.key_names(table, start, stop)
+
+    def load(resume: Selector) -> _Unit:
+        name, node = next(names)
+        return _Unit([key_line(name, node.shape)], resume, "key line")
+
+    for number in range(start, stop):
+        resume = prefix.then(Keys(number, end))
+        yield resume, lambda resume=resume: load(resume)
+
+
+def _indexed_selected(
+    index: TextIndex | JsonIndex,
+    state: TextLines | Entries | KeyRange | Whole,
+    selector: Selector,
+    limit: int,
+) -> tuple[str, Iterable[Pending]]:
+    """As _selected, for what the index found: reads only what is shown."""
+    steps = selector.steps
+    prefix = Selector(steps[:-1])
+    last = steps[-1]
+    if isinstance(state, TextLines):
+        assert isinstance(index, TextIndex) and isinstance(last, Lines)
+        lines = index.iter_lines(state.first, state.last, max_line_bytes=limit)
+        resumes = (prefix.then(Lines(n, last.end)) for n in range(state.first, state.last + 1))
+        description = f"lines {state.first}-{state.last} of {state.total}"
+        return description, (
+            (resume, lambda resume=resume: _line_unit(next(lines), resume)) for resume in resumes
+        )
+    assert isinstance(index, JsonIndex) and state.node.table is not None
+    table = state.node.table
+    if isinstance(state, KeyRange):
+        assert isinstance(last, Keys)
+        end = last.end + int(last.inclusive) if last.end is not None else None
+        description = f"keys {state.start}..{state.stop} of {state.total} keys"
+        return description, _key_line_units(index, table, state.start, state.stop, prefix, end)
+    if isinstance(state, Entries):
+        assert isinstance(last, Slice)
+        end = last.end + int(last.inclusive) if last.end is not None else None
+        spans = index.spans(table, state.start, state.stop)
+
+        def entry(resume: Selector) -> _Unit:
+            start, stop = next(spans)
+            return _entry_unit(index.compact(start, stop, limit), resume)
+
+        resumes = (prefix.then(Slice(n, end)) for n in range(state.start, state.stop))
+        description = f"slice {state.start}..{state.stop} of {state.total} entries"
+        return description, ((r, lambda r=r: entry(r)) for r in resumes)
+    assert isinstance(last, Key)
+    description = f"key {display_key(last.name)}: {state.node.shape}"
+    return description, _indexed_json_units(index, state.node, table, selector)
+
+
+def _indexed_json_units(
+    index: JsonIndex, node: Node, table: Table, selector: Selector
+) -> Iterator[Pending]:
+    """As _json_units, parsing only the entries shown."""
+    count = node.count
+    if not count:
+        empty = _Unit([dumps_indented([] if node.kind == "array" else {})], None)
+        yield None, lambda: empty
+        return
+    opening, closing = ("[", "]") if node.kind == "array" else ("{", "}")
+    if node.kind == "array":
+        spans = index.spans(table, 0, count)
+
+        def entry(number: int, resume: Selector) -> _Unit:
+            start, end = next(spans)
+            lines = _indent(dumps_indented(index.value(Node("", 0, start, end))))
+            if number < count - 1:
+                lines[-1] += ","
+            return _Unit(lines, resume)
+
+        first = selector.then(Slice(0, None))
+        yield first, lambda: _Unit([opening], first)
+        for number in range(count):
+            resume = selector.then(Slice(number, None))
+            yield resume, lambda n=number, r=resume: entry(n, r)
+    else:
+        for number, (name, child) in enumerate(index.key_names(table, 0, count)):
+            resume = selector.then(Key(name))
+            if number == 0:
+                yield resume, lambda r=resume: _Unit([opening], r)
+
+            def group(name: str = name, child: Node = child, n: int = number, r=resume) -> _Unit:
+                value = dumps_indented(index.value(child))
+                lines = _indent(f"{dumps_compact(name)}: {value}")
+                if n < count - 1:
+                    lines[-1] += ","
+                return _Unit(lines, r)
+
+            yield resume, group
+    yield None, lambda: _Unit([closing], None)
+
+
 def _cap(header: str, units: list[_Unit], more: str | None, limit: int) -> str:
     """Join header and units, stopping at the last whole unit that fits in *limit* bytes.
 
@@ -369,7 +756,7 @@ def _cap(header: str, units: list[_Unit], more: str | None, limit: int) -> str:
             out += unit.lines  # the whole content fits without the hint line
             return "\n".join(out)
         if len(out) == 1:  # nothing of the body fits whole: show its start
-            return "\n".join(out + _cut_unit(unit, units[index + 1 :], limit - size))
+            return "\n".join(out + _cut_unit(unit, units[index + 1 :], limit - size, more))
         if unit.resume is not None:
             out.append(_trailer(unit.resume))
         return "\n".join(out)
@@ -378,7 +765,7 @@ def _cap(header: str, units: list[_Unit], more: str | None, limit: int) -> str:
     return "\n".join(out)
 
 
-def _cut_unit(unit: _Unit, rest: list[_Unit], room: int) -> list[str]:
+def _cut_unit(unit: _Unit, rest: list[_Unit], room: int, more: str | None = None) -> list[str]:
     """The part of a too-big first unit that fits in *room* bytes, and where to go on."""
     if len(unit.lines) > 1:
         resume = unit.resume  # resuming at it drills into the entry, rendered differently
@@ -392,7 +779,7 @@ def _cut_unit(unit: _Unit, rest: list[_Unit], room: int) -> list[str]:
         return shown + ([_trailer(resume)] if resume else [])
     line = unit.lines[0]
     after = next((u.resume for u in rest if u.resume is not None), None)
-    tail = [_trailer(after)] if after else []
+    tail = [_trailer(after)] if after else [more] if more and not rest else []
     full = utf8_size(line) if unit.size is None else unit.size
     note = f"{ELLIPSIS} this {unit.label} is {full} bytes; only its start is shown"
     room -= 1 + (1 + utf8_size(note)) + sum(1 + utf8_size(t) for t in tail)

@@ -1,0 +1,792 @@
+"""The index of a JSON blob: the byte spans of its top-level entries or keys, and of the
+entries or keys of each big top-level value (one level down, for `key:items | slice:`).
+
+Spans point into the stored bytes, which the store writes compact (`dumps_for_storage`):
+between tokens there is no whitespace, so an array's entry *i* runs from its offset to
+one byte before entry *i+1*'s (the `,`), and an object's value from its own offset to one
+byte before the next key's. A container's *table* holds fixed-width records, so finding
+entry or key *i* reads one record:
+
+- array table: the offset of every entry, and one more, just past the closing `]`;
+- object table: per key, its offset (the `"` of its name), its value's offset, and its
+  value's kind and size (`count << 3 | kind`: entries, keys or characters), then a
+  *name table*: each key's CRC-32 and number, sorted, so `key:NAME` finds its key in a
+  few reads (an interpolation search) instead of reading every name.
+
+Records are 4 bytes wide for blobs under 512 MB and 8 bytes above. A `children` list
+names the tables of the top-level values that have one: containers of at least
+CHILD_MIN bytes. When every span's bytes are exactly what `dumps_compact` gives for its
+value (the store wrote the blob with orjson, which is what it does unless a value needs
+the standard library), the flag RAW is set, and an entry can be shown, or its size told,
+from its bytes alone.
+"""
+
+from __future__ import annotations
+
+import codecs
+import itertools
+import json
+import operator
+import os
+import struct
+import sys
+import zlib
+from array import array
+from bisect import bisect_left
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, BinaryIO, overload
+
+import orjson
+
+from core.content import cut_utf8, decode_text, encode_text
+from core.index.index_file import (
+    HEADER,
+    KIND_JSON,
+    BytesReader,
+    Header,
+    IndexUnusable,
+    Reader,
+    pack_index,
+    read_header,
+)
+from core.json_values import JsonError, dumps_compact, parse_json
+
+KINDS = ("null", "boolean", "number", "string", "array", "object")
+NULL, BOOLEAN, NUMBER, STRING, ARRAY, OBJECT = range(6)
+FLAG_RAW = 1
+CHILD_MIN = 64 * 1024  # a top-level container this big gets its own table
+WIDE_FROM = 1 << 29  # blobs this big get 8-byte records (count << 3 must fit)
+
+TABLE = struct.Struct("<IIQQQ")  # kind, 0, entries, offset of "[" or "{", just past the end
+_PAIR = 8  # name table: crc << 32 | key number, as one little-endian 64-bit number
+_CHILD = 16  # children: key number, table offset
+
+
+def _typecode(width: int) -> str:
+    return "I" if width == 4 else "Q"
+
+
+def _pack(numbers: Any, typecode: str) -> bytes:
+    table = numbers if isinstance(numbers, array) else array(typecode, numbers)
+    if sys.byteorder == "big":
+        table = array(typecode, table)
+        table.byteswap()
+    return table.tobytes()
+
+
+def _unpack(data: bytes, typecode: str) -> array[int]:
+    table = array(typecode)
+    table.frombytes(data)
+    if sys.byteorder == "big":
+        table.byteswap()
+    return table
+
+
+def kind_count(value: Any) -> tuple[int, int]:
+    """The kind code of a JSON value and its size: entries, keys or characters."""
+    if value is None:
+        return NULL, 0
+    if isinstance(value, bool):
+        return BOOLEAN, 0
+    if isinstance(value, int | float):
+        return NUMBER, 0
+    if isinstance(value, str):
+        return STRING, len(value)
+    if isinstance(value, list | tuple):
+        return ARRAY, len(value)
+    if isinstance(value, dict):
+        return OBJECT, len(value)
+    raise TypeError(f"not a JSON value: {type(value).__name__}")
+
+
+def name_hash(name: str) -> int:
+    """The hash the name table sorts by: CRC-32 of the name in UTF-8 (surrogates kept)."""
+    return zlib.crc32(encode_text(name))
+
+
+# -- building ---------------------------------------------------------------------------------
+
+
+class _Unindexable(Exception):
+    """The bytes are not laid out as the index expects (not compact, duplicate keys)."""
+
+
+@dataclass
+class _Layout:
+    """The tables of one blob while they are made, with their offsets in the index."""
+
+    width: int
+    parts: list[bytes]
+    length: int = HEADER.size
+
+    def add(self, data: bytes) -> int:
+        at = self.length
+        self.parts.append(data)
+        self.length += len(data)
+        return at
+
+    def array_table(self, start: int, end: int, offsets: array[int]) -> int:
+        code = _typecode(self.width)
+        n = len(offsets)
+        offsets.append(end)
+        return self.add(TABLE.pack(ARRAY, 0, n, start, end) + _pack(offsets, code))
+
+    def object_table(self, start: int, end: int, records: array[int], hashes: list[int]) -> int:
+        """*records*: key offset, value offset, count << 3 | kind, for each key in turn."""
+        n = len(hashes)
+        shifted = map(operator.lshift, hashes, itertools.repeat(32))
+        pairs = sorted(map(operator.or_, shifted, range(n)))  # crc << 32 | key number
+        data = TABLE.pack(OBJECT, 0, n, start, end)
+        return self.add(data + _pack(records, _typecode(self.width)) + _pack(pairs, "Q"))
+
+    def finish(self, size: int, root: int, table: int, children: list[tuple[int, int]], raw):
+        children_at = self.add(_pack([n for pair in children for n in pair], "Q"))
+        fields = (root, self.width, table, children_at, len(children), 0)
+        return pack_index(
+            KIND_JSON, size, fields, b"".join(self.parts), flags=FLAG_RAW if raw else 0
+        )
+
+
+def _width(size: int) -> int:
+    return 4 if size < WIDE_FROM else 8
+
+
+def _ascii_dumps(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=True, separators=(",", ":"), allow_nan=False).encode()
+
+
+def json_index_from_value(value: Any, data: bytes) -> bytes | None:
+    """The index of a JSON blob whose stored bytes *data* hold *value*, made from the value
+    (one serialisation of each top-level entry, compared with *data*), so storing a blob
+    does not parse it again. None when *data* is not what either of dumps_for_storage's
+    serialisers writes for *value* (then the blob's index is made from its file)."""
+    for dumps, raw in ((orjson.dumps, True), (_ascii_dumps, False)):
+        try:
+            return _FromValue(data, dumps).build(value, raw)
+        except (_Unindexable, TypeError, ValueError, RecursionError):
+            continue
+    return None
+
+
+class _FromValue:
+    def __init__(self, data: bytes, dumps: Callable[[Any], bytes]) -> None:
+        self.data = data
+        self.dumps = dumps
+        self.layout = _Layout(_width(len(data)), [])
+
+    def build(self, value: Any, raw: bool) -> bytes:
+        data = self.data
+        children: list[tuple[int, int]] = []
+        if isinstance(value, list | tuple):
+            end, table = self.array(value, 0)
+        elif isinstance(value, dict):
+            end, table = self.object(value, 0, children)
+        else:
+            end, table = self.piece(value, 0), 0
+        if end != len(data):
+            raise _Unindexable("the value does not fill the blob")
+        root, _ = kind_count(value)
+        return self.layout.finish(len(data), root, table, children, raw)
+
+    def piece(self, value: Any, at: int) -> int:
+        """Check that *value* is written at *at*; returns where it ends."""
+        piece = self.dumps(value)
+        if self.data[at : at + len(piece)] != piece:
+            raise _Unindexable("the bytes differ from the value's")
+        return at + len(piece)
+
+    def expect(self, at: int, byte: bytes) -> None:
+        if self.data[at : at + 1] != byte:
+            raise _Unindexable(f"expected {byte!r} at byte {at}")
+
+    def array(self, value: list[Any] | tuple[Any, ...], start: int) -> tuple[int, int]:
+        # A batch at a time, so that serialising, measuring and comparing run in C.
+        self.expect(start, b"[")
+        code = _typecode(self.layout.width)
+        offsets = array(code)
+        at = start + 1
+        for first in range(0, len(value), _BATCH):
+            pieces = list(map(self.dumps, value[first : first + _BATCH]))
+            joined = b",".join(pieces)
+            if self.data[at : at + len(joined)] != joined:
+                raise _Unindexable("the bytes differ from the value's")
+            steps = map(_after_comma, map(len, pieces[:-1]))  # each entry and its comma
+            offsets.extend(itertools.accumulate(steps, initial=at))
+            at += len(joined)
+            self.expect(at, b"," if first + _BATCH < len(value) else b"]")
+            at += 1
+        if not value:
+            self.expect(at, b"]")
+            at += 1
+        return at, self.layout.array_table(start, at, offsets)
+
+    def object(
+        self, value: dict[str, Any], start: int, children: list[tuple[int, int]] | None
+    ) -> tuple[int, int]:
+        """The object's table; with *children*, big values get tables of their own."""
+        self.expect(start, b"{")
+        code = _typecode(self.layout.width)
+        records = array(code)
+        hashes: list[int] = []
+        at = start + 1
+        names, items = iter(value.keys()), iter(value.values())
+        done = 0
+        while keys := list(itertools.islice(names, _BATCH)):
+            values = list(itertools.islice(items, len(keys)))
+            size = len(keys)
+            # `"k1":v1,"k2":v2`: the names' JSON without their quotes, from one list.
+            cores = self.dumps(keys)[2:-2].split(b'","')
+            if len(cores) != size:
+                raise _Unindexable("a name's JSON holds what splits it")
+            parts: list[bytes] = [b"", b'":', b"", b',"'] * size
+            parts[0::4] = cores
+            parts[2::4] = map(self.dumps, values)
+            parts[-1] = b'"'  # where the next batch's first name begins
+            joined = b"".join(parts)
+            if self.data[at : at + len(joined)] != b'"' + joined[:-1]:
+                raise _Unindexable("the bytes differ from the value's")
+            # Where each part begins in the blob (the batch starts with a name's quote).
+            starts = list(itertools.accumulate(map(len, parts), initial=at + 1))
+            batch_records = array(code, bytes(3 * size * self.layout.width))
+            batch_records[0::3] = array(code, map(_before, starts[0 : 4 * size : 4]))  # quotes
+            batch_records[1::3] = array(code, starts[2::4])
+            batch_records[2::3] = array(code, _kinds_and_counts(values))
+            records.extend(batch_records)
+            hashes.extend(map(zlib.crc32, map(_UTF8, keys)))  # type: ignore[arg-type]
+            if children is not None and max(map(len, parts[2::4])) >= CHILD_MIN:
+                for number in range(size):
+                    item, piece = values[number], parts[4 * number + 2]
+                    if isinstance(item, list | tuple | dict) and len(piece) >= CHILD_MIN:
+                        value_at = starts[4 * number + 2]
+                        if isinstance(item, list | tuple):
+                            _, table = self.array(item, value_at)
+                        else:
+                            _, table = self.object(item, value_at, None)
+                        children.append((done + number, table))
+            done += size
+            at += len(joined)
+            self.expect(at, b"," if done < len(value) else b"}")
+            at += 1
+        if not value:
+            self.expect(at, b"}")
+            at += 1
+        return at, self.layout.object_table(start, at, records, hashes)
+
+
+_BATCH = 1024
+_after_comma = (1).__add__
+_before = (-1).__add__
+
+
+_UTF8 = operator.methodcaller("encode", "utf-8", "surrogatepass")  # as encode_text, in C
+_KIND_OF_TYPE = {
+    type(None): NULL,
+    bool: BOOLEAN,
+    int: NUMBER,
+    float: NUMBER,
+    str: STRING,
+    list: ARRAY,
+    tuple: ARRAY,
+    dict: OBJECT,
+}
+
+
+def _kinds_and_counts(values: tuple[Any, ...]) -> list[int]:
+    """`count << 3 | kind` of each value (see kind_count), computed in C for the types
+    the store writes; length_hint is len() for a string or container and 0 for the rest."""
+    kinds = list(map(_KIND_OF_TYPE.get, map(type, values)))
+    if None in kinds:
+        return [count << 3 | kind for kind, count in map(kind_count, values)]
+    counts = map(operator.lshift, map(operator.length_hint, values), itertools.repeat(3))
+    return list(map(operator.or_, counts, kinds))
+
+
+def json_index_from_file(path: str | os.PathLike[str]) -> bytes | None:
+    """The index of the JSON blob at *path*, for blobs stored before indexes existed (or
+    whose index was deleted): one pass over the file, a few MB at a time, with the standard
+    library's scanner, so memory stays bounded by the biggest entry, not the blob. None
+    when the file is not compact JSON as the store writes it (or not JSON at all)."""
+    with open(path, "rb") as file:
+        size = os.fstat(file.fileno()).st_size
+        try:
+            return _FromFile(file, size).build()
+        except (_Unindexable, UnicodeDecodeError, RecursionError):
+            return None
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _finite_float(text: str) -> float:
+    number = float(text)
+    if number in (float("inf"), float("-inf")):
+        raise ValueError(f"number {text} is out of range")
+    return number
+
+
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
+_SCAN = json.scanner.make_scanner(_DECODER)  # type: ignore[attr-defined]
+_CHUNK = 1 << 20
+_DROP = 4 << 20  # characters already passed that are let go of
+
+
+class _Window:
+    """The blob's text from a byte offset on, decoded as far as it is needed."""
+
+    def __init__(self, file: BinaryIO, size: int) -> None:
+        self.file = file
+        self.size = size
+        self.text = ""
+        self.base = 0  # byte offset of text[0]
+        self.eof = False
+        self.decoder = codecs.getincrementaldecoder("utf-8")()
+        self.mark = (0, 0)  # a character index in text and its byte offset from base
+
+    def more(self) -> None:
+        data = self.file.read(max(_CHUNK, len(self.text)))
+        if not data:
+            self.text += self.decoder.decode(b"", final=True)
+            self.eof = True
+            return
+        self.text += self.decoder.decode(data)
+
+    def char(self, at: int) -> str:
+        while at >= len(self.text) and not self.eof:
+            self.more()
+        return self.text[at] if at < len(self.text) else ""
+
+    def byte(self, at: int) -> int:
+        """The blob offset of character *at* of the window."""
+        if self.text.isascii():
+            return self.base + at
+        mark_char, mark_byte = self.mark
+        if at < mark_char:
+            mark_char, mark_byte = 0, 0
+        mark_byte += len(encode_text(self.text[mark_char:at]))
+        self.mark = (at, mark_byte)
+        return self.base + mark_byte
+
+    @overload
+    def value(self, at: int) -> tuple[Any, int]: ...
+
+    @overload
+    def value(self, at: int, *, unless_longer_than: int) -> tuple[Any, int] | None: ...
+
+    def value(self, at: int, *, unless_longer_than: int | None = None) -> tuple[Any, int] | None:
+        """The whole JSON value that starts at character *at*, and where it ends; None
+        when it goes on past *unless_longer_than* characters (it is not read to its end)."""
+        while True:
+            try:
+                value, end = _SCAN(self.text, at)
+            except StopIteration:
+                if at < len(self.text) or self.eof:  # no value starts here (e.g. a space)
+                    raise _Unindexable(f"no JSON value at byte {self.byte(at)}") from None
+            except ValueError:
+                if self.eof:
+                    raise _Unindexable(f"no JSON value at byte {self.byte(at)}") from None
+            else:
+                if end < len(self.text) or self.eof:
+                    return value, end
+                # else a number may go on in the next chunk
+            if unless_longer_than is not None and len(self.text) - at > unless_longer_than:
+                return None
+            self.more()
+
+    def drop(self, at: int) -> int:
+        """Let go of the text before *at* once it is long; returns how far positions moved."""
+        if at < _DROP:
+            return 0
+        self.base = self.byte(at)
+        self.text = self.text[at:]
+        self.mark = (0, 0)
+        return at
+
+    def bytes_of(self, start: int, end: int) -> bytes:
+        return encode_text(self.text[start:end])
+
+
+class _FromFile:
+    def __init__(self, file: BinaryIO, size: int) -> None:
+        self.window = _Window(file, size)
+        self.layout = _Layout(_width(size), [])
+        self.size = size
+        self.file = file
+        self.raw = True  # until a span differs from what orjson writes for its value
+
+    def build(self) -> bytes:
+        window = self.window
+        children: list[tuple[int, int]] = []
+        first = window.char(0)
+        if first == "[":
+            end, table = self.array(0)
+            root = ARRAY
+        elif first == "{":
+            end, table = self.object(0, children)
+            root = OBJECT
+        else:
+            value, end = window.value(0)
+            self.check_raw(value, 0, end)
+            root, _ = kind_count(value)
+            table = 0
+        if window.char(end) != "" or window.byte(end) != self.size:
+            raise _Unindexable("more than one JSON value")
+        return self.layout.finish(self.size, root, table, children, self.raw)
+
+    def check_raw(self, value: Any, start: int, end: int) -> None:
+        if self.raw:
+            try:
+                self.raw = orjson.dumps(value) == self.window.bytes_of(start, end)
+            except TypeError:
+                self.raw = False
+
+    def array(self, at: int) -> tuple[int, int]:
+        """The table of the array at character *at*; returns (its end, its table)."""
+        window = self.window
+        start = window.byte(at)
+        offsets = array(_typecode(self.layout.width))
+        at += 1
+        if window.char(at) == "]":
+            return at + 1, self.layout.array_table(start, window.byte(at + 1), offsets)
+        while True:
+            offsets.append(window.byte(at))
+            value, end = window.value(at)
+            self.check_raw(value, at, end)
+            separator = window.char(end)
+            if separator == "]":
+                return end + 1, self.layout.array_table(start, window.byte(end + 1), offsets)
+            if separator != ",":
+                raise _Unindexable(f"expected ',' or ']' at byte {window.byte(end)}")
+            at = end + 1
+            at -= window.drop(at)
+
+    def object(self, at: int, children: list[tuple[int, int]] | None) -> tuple[int, int]:
+        """The table of the object at *at*; with *children*, big values get their own."""
+        window = self.window
+        start = window.byte(at)
+        records = array(_typecode(self.layout.width))
+        hashes: list[int] = []
+        at += 1
+        if window.char(at) == "}":
+            return at + 1, self.layout.object_table(start, window.byte(at + 1), records, hashes)
+        number = 0
+        while True:
+            if window.char(at) != '"':
+                raise _Unindexable(f"expected a key at byte {window.byte(at)}")
+            key_at = window.byte(at)
+            key, end = window.value(at)
+            self.check_raw(key, at, end)
+            if window.char(end) != ":":
+                raise _Unindexable(f"expected ':' at byte {window.byte(end)}")
+            at = end + 1
+            value_at = window.byte(at)
+            opening = window.char(at)
+            small = None
+            if children is not None and opening in ("[", "{"):
+                small = window.value(at, unless_longer_than=CHILD_MIN)
+                if small is not None and window.byte(small[1]) - value_at >= CHILD_MIN:
+                    small = None
+                if small is None:
+                    # A big value: one level down, its own entries or keys, each parsed alone.
+                    if opening == "[":
+                        end, table = self.array(at)
+                    else:
+                        end, table = self.object(at, None)
+                    kind = ARRAY if opening == "[" else OBJECT
+                    count = TABLE.unpack_from(self.layout.parts[-1])[2]
+                    children.append((number, table))
+                else:
+                    value, end = small
+                    self.check_raw(value, at, end)
+                    kind, count = kind_count(value)
+            else:
+                value, end = window.value(at)
+                self.check_raw(value, at, end)
+                kind, count = kind_count(value)
+            records.extend((key_at, value_at, count << 3 | kind))
+            hashes.append(name_hash(key))
+            number += 1
+            separator = window.char(end)
+            if separator == "}":
+                end_at = window.byte(end + 1)
+                self.no_duplicates(records, hashes)
+                return end + 1, self.layout.object_table(start, end_at, records, hashes)
+            if separator != ",":
+                raise _Unindexable(f"expected ',' or '}}' at byte {window.byte(end)}")
+            at = end + 1
+            at -= window.drop(at)
+
+    def no_duplicates(self, records: array[int], hashes: list[int]) -> None:
+        """A JSON text may repeat a key, which its parsed value keeps once; such an object
+        is not indexed (its keys would not be the value's)."""
+        seen: dict[int, int] = {}
+        collisions: dict[int, list[int]] = {}
+        for number, crc in enumerate(hashes):
+            if crc in seen:
+                collisions.setdefault(crc, [seen[crc]]).append(number)
+            else:
+                seen[crc] = number
+        for numbers in collisions.values():
+            names = [self.key_name(records, number) for number in numbers]
+            if len(set(names)) != len(names):
+                raise _Unindexable("an object repeats a key")
+
+    def key_name(self, records: array[int], number: int) -> str:
+        key_at, value_at = records[3 * number], records[3 * number + 1]
+        position = self.file.tell()
+        self.file.seek(key_at)
+        literal = self.file.read(value_at - 1 - key_at)
+        self.file.seek(position)
+        return _key_from_literal(literal)
+
+
+def _key_from_literal(literal: bytes) -> str:
+    if b"\\" not in literal:
+        return literal[1:-1].decode("utf-8")
+    name = json.loads(literal)
+    if not isinstance(name, str):
+        raise IndexUnusable("a key that is not a string")
+    return name
+
+
+# -- reading ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    """A container's table: where it is in the index, and the container's own span."""
+
+    at: int
+    kind: int  # ARRAY or OBJECT
+    count: int
+    start: int  # the blob offset of its "[" or "{"
+    end: int  # just past its "]" or "}"
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """A JSON value in the blob: its kind, size (entries, keys, characters; 0 for other
+    kinds and for a top-level scalar) and span; *table* when its parts are indexed."""
+
+    kind: str
+    count: int
+    start: int
+    end: int
+    table: Table | None = None
+
+    @property
+    def shape(self) -> str:
+        """As core.json_values.shape names it."""
+        if self.kind == "string":
+            return f"string({self.count})"
+        if self.kind == "array":
+            return f"array[{self.count}]"
+        if self.kind == "object":
+            return f"object{{{self.count}}}"
+        return self.kind
+
+
+@dataclass(frozen=True, slots=True)
+class Shown:
+    """A value as one compact line, or its start when it is longer than asked for."""
+
+    text: str
+    size: int  # bytes of the whole line
+    cut: bool
+
+
+class JsonIndex:
+    """Spans of a JSON blob read through its index; see the module docstring."""
+
+    def __init__(self, blob: Reader, index: Reader | BytesReader, header: Header) -> None:
+        self.blob = blob
+        self.index = index
+        root, width, table_at, children_at, children, _ = header.fields
+        if width not in (4, 8) or root >= len(KINDS):
+            raise IndexUnusable("malformed JSON index")
+        self.size = header.blob_size
+        self.raw = bool(header.flags & FLAG_RAW)
+        self.width = width
+        self.code = _typecode(width)
+        self.root_kind = KINDS[root]
+        self.root_table = self.table(table_at) if table_at else None
+        self.children_at = children_at
+        self.children = children
+
+    @classmethod
+    def open(cls, blob: Reader, index: Reader | BytesReader) -> JsonIndex:
+        return cls(blob, index, read_header(index, blob_size=blob.size, kinds=(KIND_JSON,)))
+
+    def close(self) -> None:
+        self.blob.close()
+        self.index.close()
+
+    def __enter__(self) -> JsonIndex:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- tables -------------------------------------------------------------------------
+
+    def table(self, at: int) -> Table:
+        kind, _, count, start, end = TABLE.unpack(self.index.exact(at, TABLE.size))
+        if kind not in (ARRAY, OBJECT) or not start < end <= self.size:
+            raise IndexUnusable("malformed JSON index table")
+        return Table(at, kind, count, start, end)
+
+    def root(self) -> Node:
+        table = self.root_table
+        if table is None:
+            return Node(self.root_kind, 0, 0, self.size)
+        return Node(self.root_kind, table.count, table.start, table.end, table)
+
+    def _numbers(self, at: int, count: int, code: str) -> array[int]:
+        size = 4 if code == "I" else 8
+        return _unpack(self.index.exact(at, size * count), code)
+
+    def offsets(self, table: Table, first: int, count: int) -> array[int]:
+        """Offsets of entries first.. of an array table (entry `count` is its end)."""
+        return self._numbers(table.at + TABLE.size + self.width * first, count, self.code)
+
+    def records(self, table: Table, first: int, count: int) -> list[tuple[int, int, int, int]]:
+        """(key offset, value offset, kind, count) of keys first..first+count-1."""
+        flat = self._numbers(table.at + TABLE.size + 3 * self.width * first, 3 * count, self.code)
+        return [
+            (flat[i], flat[i + 1], flat[i + 2] & 7, flat[i + 2] >> 3)
+            for i in range(0, len(flat), 3)
+        ]
+
+    def spans(self, table: Table, start: int, stop: int) -> Iterator[tuple[int, int]]:
+        """(start, end) of entries start..stop-1 of an array, reading offsets in batches."""
+        batch = 64
+        while start < stop:
+            count = min(batch, stop - start)
+            offsets = self.offsets(table, start, count + 1)
+            for i in range(count):
+                yield offsets[i], offsets[i + 1] - 1
+            start += count
+
+    def key_spans(
+        self, table: Table, start: int, stop: int, *, tables: bool = False
+    ) -> Iterator[tuple[Node, int]]:
+        """(value node, key offset) of keys start..stop-1 of an object, in batches; with
+        *tables*, a value's node carries its table when the index has one."""
+        batch = 64
+        while start < stop:
+            count = min(batch, stop - start)
+            more = 1 if start + count < table.count else 0
+            records = self.records(table, start, count + more)
+            for i in range(count):
+                key_at, value_at, kind, size = records[i]
+                end = records[i + 1][0] - 1 if i + 1 < len(records) else table.end - 1
+                child = self.child_table(table, start + i) if tables else None
+                yield Node(KINDS[kind], size, value_at, end, child), key_at
+            start += count
+
+    def key_names(
+        self, table: Table, start: int, stop: int, *, tables: bool = False
+    ) -> Iterator[tuple[str, Node]]:
+        """(name, value node) of keys start..stop-1, reading only the names' bytes."""
+        for node, key_at in self.key_spans(table, start, stop, tables=tables):
+            yield _key_from_literal(self.blob.exact(key_at, node.start - 1 - key_at)), node
+
+    def find(self, table: Table, name: str) -> Node | None:
+        """The value of key *name* in an object table, or None: an interpolation search in
+        the sorted name table, then the candidates' names compared (CRCs may collide)."""
+        crc = name_hash(name)
+        pairs_at = table.at + TABLE.size + 3 * self.width * table.count
+        number = _lower_bound(
+            lambda first, count: self._numbers(pairs_at + _PAIR * first, count, "Q"),
+            table.count,
+            crc << 32,
+        )
+        while number < table.count:
+            candidates = self._numbers(pairs_at + _PAIR * number, min(8, table.count - number), "Q")
+            for pair in candidates:
+                if pair >> 32 != crc:
+                    return None
+                key = pair & 0xFFFFFFFF
+                for found, node in self.key_names(table, key, key + 1, tables=True):
+                    if found == name:
+                        return node
+            number += len(candidates)
+        return None
+
+    def child_table(self, table: Table, number: int) -> Table | None:
+        """The table of key *number*'s value, when the index has one (top-level only)."""
+        if table != self.root_table or not self.children:
+            return None
+        found = _lower_bound(
+            lambda first, count: self._numbers(self.children_at + _CHILD * first, 2 * count, "Q")[
+                ::2
+            ],
+            self.children,
+            number,
+        )
+        if found >= self.children:
+            return None
+        key, at = self._numbers(self.children_at + _CHILD * found, 2, "Q")
+        return self.table(at) if key == number else None
+
+    # -- values -------------------------------------------------------------------------
+
+    def read(self, node: Node) -> bytes:
+        return self.blob.exact(node.start, node.end - node.start)
+
+    def value(self, node: Node) -> Any:
+        """The value itself, parsed from its span."""
+        return _parse(self.blob.exact(node.start, node.end - node.start))
+
+    def compact(self, start: int, end: int, limit: int) -> Shown:
+        """The value at start..end as one compact JSON line (dumps_compact), or its first
+        *limit* bytes when longer; only those bytes are read when the index is RAW."""
+        if self.raw:
+            size = end - start
+            if size <= limit:
+                return Shown(decode_text(self.blob.exact(start, size)), size, False)
+            head = cut_utf8(self.blob.exact(start, limit + 4), limit)
+            return Shown(decode_text(head), size, True)
+        line = dumps_compact(_parse(self.blob.exact(start, end - start)))
+        data = encode_text(line)
+        if len(data) <= limit:
+            return Shown(line, len(data), False)
+        return Shown(decode_text(cut_utf8(data, limit)), len(data), True)
+
+
+def _parse(data: bytes) -> Any:
+    try:
+        return parse_json(data)
+    except JsonError:
+        raise IndexUnusable("a span of the blob is not JSON") from None
+
+
+def _lower_bound(read: Callable[[int, int], Any], count: int, target: int) -> int:
+    """The first position in a sorted table of *count* numbers holding one >= *target*.
+
+    *read(first, n)* returns numbers first..first+n-1. Guesses by interpolation (the
+    numbers are hashes, spread evenly), reading a window around each guess, and halves
+    the range instead when guessing stops paying; a few reads for any table size.
+    """
+    window = 64
+    low, high = 0, count  # the answer is in low..high
+    low_value, high_value = 0, 1 << 64
+    guesses = 0
+    while high - low > window:
+        if guesses < 4 and high_value > low_value:
+            guess = low + (target - low_value) * (high - low) // (high_value - low_value)
+        else:
+            guess = (low + high) // 2
+        guesses += 1
+        first = min(max(guess - window // 2, low), high - window)
+        numbers = read(first, window)
+        if numbers[-1] < target:
+            low, low_value = first + window, numbers[-1]
+        elif numbers[0] >= target:
+            high, high_value = first, numbers[0]
+        else:
+            return first + bisect_left(numbers, target)
+    if high == low:
+        return low
+    return low + bisect_left(read(low, high - low), target)

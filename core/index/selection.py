@@ -1,0 +1,177 @@
+"""Selectors evaluated through a blob's index: what a selector reaches, found by reading
+a few index records, so that only what is then shown is read from the blob.
+
+:func:`select` takes the steps in turn as core.selectors.apply_steps does, but over
+stand-ins that name a part of the blob without holding it: a range of lines of a text
+(:class:`TextLines`), a value's span (:class:`Whole`), a range of an array's entries
+(:class:`Entries`) or of an object's key lines (:class:`KeyRange`). A step the index
+cannot take (a part without a table of its own, e.g. a string reached by `key:`) reads
+that part, parses it and goes on with core.selectors on the value. Every error comes from
+core.selectors itself, raised on a stand-in view of the same kind, so the messages are
+those of the unindexed path byte for byte.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, NoReturn
+
+from core.index.index_file import IndexUnusable
+from core.index.json_index import JsonIndex, Node
+from core.index.text_index import TextIndex
+from core.selectors import (
+    Grep,
+    Key,
+    Keys,
+    KeysView,
+    Lines,
+    LinesView,
+    Selector,
+    Slice,
+    Step,
+    ValueView,
+    View,
+    apply_step,
+    missing_key,
+)
+
+
+class NotIndexed(Exception):
+    """The selector is evaluated on the whole blob (`grep:` over a text blob)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TextLines:
+    """Lines *first*..*last* of the text blob, which has *total* lines."""
+
+    first: int
+    last: int
+    total: int
+
+
+@dataclass(frozen=True, slots=True)
+class Whole:
+    """A whole JSON value: the blob's, or one reached by `key:`."""
+
+    node: Node
+
+
+@dataclass(frozen=True, slots=True)
+class Entries:
+    """Entries *start*..*stop*-1 of the array *node*, which has *total* entries."""
+
+    node: Node
+    start: int
+    stop: int
+    total: int
+
+
+@dataclass(frozen=True, slots=True)
+class KeyRange:
+    """Key lines *start*..*stop*-1 of the object *node*, which has *total* keys."""
+
+    node: Node
+    start: int
+    stop: int
+    total: int
+
+
+Reached = TextLines | Whole | Entries | KeyRange | LinesView | ValueView | KeysView
+
+
+def whole_blob(index: TextIndex | JsonIndex) -> TextLines | Whole:
+    if isinstance(index, TextIndex):
+        total = index.line_count
+        return TextLines(1, total, total)
+    return Whole(index.root())
+
+
+def select(index: TextIndex | JsonIndex, selector: Selector) -> Reached:
+    """Where *selector* leads in the blob; raises SelectorError as evaluate would, or
+    NotIndexed for a selector the index does not help with."""
+    state: Any = whole_blob(index)
+    for number, step in enumerate(selector.steps):
+        reached = "this blob" if number == 0 else str(Selector(selector.steps[:number]))
+        state = _step(index, step, state, reached)
+    return state
+
+
+def _step(index: TextIndex | JsonIndex, step: Step, state: Reached, reached: str) -> Reached:
+    if isinstance(state, TextLines):
+        view = LinesView("", state.first, state.last, state.total)
+        if isinstance(step, Lines):  # the text-less view gives core's numbers and errors
+            narrowed = apply_step(step, view, reached=reached)
+            assert isinstance(narrowed, LinesView)
+            return TextLines(narrowed.first, narrowed.last, narrowed.total)
+        if isinstance(step, Grep):
+            raise NotIndexed("grep: reads the text")
+        _refuse(step, view, reached)
+    if isinstance(state, Entries):
+        if isinstance(step, Slice):  # narrowing: indexes count in the whole array
+            start, stop = step.bounds(state.total)
+            start, stop = max(start, state.start), min(stop, state.stop)
+            return Entries(state.node, start, max(stop, start), state.total)
+        _refuse(step, ValueView([], start=state.start, total=state.total), reached)
+    if isinstance(state, KeyRange):
+        if isinstance(step, Keys):
+            start, stop = step.bounds(state.total)
+            start, stop = max(start, state.start), min(stop, state.stop)
+            return KeyRange(state.node, start, max(stop, start), state.total)
+        _refuse(step, KeysView([], state.start, state.total), reached)
+    if isinstance(state, Whole):
+        assert isinstance(index, JsonIndex)
+        node = state.node
+        table = node.table
+        if table is None:  # small, or deeper than the index goes: read it whole
+            return apply_step(step, ValueView(index.value(node)), reached=reached)
+        if node.kind == "array" and isinstance(step, Slice):
+            start, stop = step.bounds(node.count)
+            return Entries(node, start, max(stop, start), node.count)
+        if node.kind == "object" and isinstance(step, Keys):
+            start, stop = step.bounds(node.count)
+            return KeyRange(node, start, max(stop, start), node.count)
+        if node.kind == "object" and isinstance(step, Key):
+            found = index.find(table, step.name)
+            if found is None:
+                first = index.key_names(table, 0, min(10, node.count))
+                raise missing_key(step, (name for name, _ in first), node.count)
+            return Whole(found)
+        _refuse(step, stand_in(index, node), reached)
+    return apply_step(step, state, reached=reached)
+
+
+def stand_in(index: JsonIndex, node: Node) -> ValueView:
+    """A small view of the same kind as *node*, for core's error messages: what kind it
+    is and which selectors fit it (an object's names its first key)."""
+    if node.table is None:
+        return ValueView(index.value(node))
+    if node.kind == "array":
+        return ValueView([])
+    first = next(index.key_names(node.table, 0, min(1, node.count)), None)
+    return ValueView({} if first is None else {first[0]: None})
+
+
+def _refuse(step: Step, view: View, reached: str) -> NoReturn:
+    """Raise core's error for *step* on *view*, which is of a kind the step misfits."""
+    apply_step(step, view, reached=reached)
+    raise IndexUnusable(f"{step} was expected to misfit {type(view).__name__}")
+
+
+def materialize(index: JsonIndex, state: Reached) -> View:
+    """The view core.selectors.evaluate gives for the same selector, read from the spans
+    that *state* names (for callers that page a view themselves, like the web viewer).
+    A text range is left to the caller, who reads its lines through the index."""
+    if isinstance(state, Whole):
+        return ValueView(index.value(state.node))
+    if isinstance(state, Entries):
+        assert state.node.table is not None
+        spans = index.spans(state.node.table, state.start, state.stop)
+        values = [index.value(Node("", 0, start, end)) for start, end in spans]
+        return ValueView(values, state.start, state.total)
+    if isinstance(state, KeyRange):
+        assert state.node.table is not None
+        names = index.key_names(state.node.table, state.start, state.stop)
+        return KeysView([(name, node.shape) for name, node in names], state.start, state.total)
+    if isinstance(state, TextLines):
+        raise NotIndexed("a range of lines is read through the text index")
+    return state

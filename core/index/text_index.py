@@ -1,0 +1,264 @@
+"""The index of a text blob: where its lines start, so that reading line N of a huge text
+reads a few index records and the lines it returns, not the file from its start.
+
+Lines follow the line model of core.lines: split on "\\n", one trailing "\\r" removed,
+no empty line after a final "\\n".
+
+The index holds two tables of fixed-width records (unsigned 64-bit, little-endian):
+
+- ``before[j]``: how many newlines come before block *j* of the blob (blocks of BLOCK
+  bytes; one more record at the end holds the total). Built with one C-speed count per
+  block, so writing it costs about one pass of `bytes.count`.
+- ``group[r]``: the block that holds the (r·GROUP)-th newline. Line N's start follows
+  newline N-1, which lies between the blocks ``group[(N-1)//GROUP]`` and the next
+  group's: two records name the few ``before`` records to read, and one block read finds
+  the newline itself. Long lines cost no more: a line is never read to be skipped.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from array import array
+from bisect import bisect_left
+from collections.abc import Iterator
+from dataclasses import dataclass
+from itertools import accumulate
+from pathlib import Path
+
+from core.content import cut_utf8, decode_text
+from core.index.index_file import (
+    HEADER,
+    KIND_TEXT,
+    BytesReader,
+    Header,
+    IndexUnusable,
+    Reader,
+    pack_index,
+    read_header,
+)
+
+BLOCK = 8 * 1024  # bytes per `before` record: the most read to find where a line starts
+GROUP = 64  # newlines per `group` record
+_RECORD = 8
+_SEARCH_WINDOW = 512  # `before` records read at once (4 KB) while narrowing a search
+_FIRST_CHUNK = 4 * 1024  # lines are read in chunks that start small and double...
+_MAX_CHUNK = 256 * 1024  # ...up to this, so a short read reads little past its lines
+_FILE_CHUNK = 128 * BLOCK  # what building from a file reads at a time
+
+
+@dataclass(frozen=True, slots=True)
+class IndexedLine:
+    number: int
+    text: str  # the line, or its start when it was cut
+    size: int  # the whole line's size in bytes
+
+    @property
+    def cut(self) -> bool:
+        return len(self.text.encode("utf-8", "surrogatepass")) < self.size
+
+
+# -- building ---------------------------------------------------------------------------------
+
+
+def text_index_from_bytes(data: bytes) -> bytes:
+    """The index of a text blob whose bytes are *data* (as the store wrote them)."""
+    counts = [data.count(b"\n", start, start + BLOCK) for start in range(0, len(data), BLOCK)]
+    return _pack(counts, len(data), data.endswith(b"\n"))
+
+
+def text_index_from_file(path: str | os.PathLike[str]) -> bytes:
+    """The index of the text blob at *path*, read once a block at a time (bounded memory)."""
+    counts: list[int] = []
+    size = 0
+    last = b""
+    with open(path, "rb") as file:
+        while chunk := file.read(_FILE_CHUNK):
+            counts += [chunk.count(b"\n", at, at + BLOCK) for at in range(0, len(chunk), BLOCK)]
+            size += len(chunk)
+            last = chunk[-1:]
+    return _pack(counts, size, last == b"\n")
+
+
+def _pack(counts: list[int], size: int, ends_with_newline: bool) -> bytes:
+    before = list(accumulate(counts, initial=0))
+    newlines = before[-1]
+    # The block of newline r·GROUP: the last block with fewer newlines before it.
+    groups = [0] + [bisect_left(before, r * GROUP) - 1 for r in range(1, newlines // GROUP + 1)]
+    body = _u64(before) + _u64(groups)
+    fields = (BLOCK, GROUP, len(before), newlines, int(ends_with_newline), len(groups))
+    return pack_index(KIND_TEXT, size, fields, body)
+
+
+def _u64(numbers: list[int]) -> bytes:
+    table = array("Q", numbers)
+    if sys.byteorder == "big":
+        table.byteswap()
+    return table.tobytes()
+
+
+def _numbers(data: bytes) -> array[int]:
+    table = array("Q")
+    table.frombytes(data)
+    if sys.byteorder == "big":
+        table.byteswap()
+    return table
+
+
+# -- reading ----------------------------------------------------------------------------------
+
+
+class TextIndex:
+    """Lines of a text blob read through its index. *blob* reads the blob's file, *index*
+    its index (a file or bytes); both stay open until :meth:`close`."""
+
+    def __init__(self, blob: Reader, index: Reader | BytesReader, header: Header) -> None:
+        self.blob = blob
+        self.index = index
+        block, group, befores, newlines, ends_with_newline, groups = header.fields
+        self.size = header.blob_size
+        self.block = block
+        self.group = group
+        self.befores = befores
+        self.newlines = newlines
+        self.ends_with_newline = bool(ends_with_newline)
+        self.groups = groups
+        expected = HEADER.size + _RECORD * (befores + groups)
+        if block <= 0 or group <= 0 or header.index_size != expected:
+            raise IndexUnusable("malformed text index")
+        self._before_at = HEADER.size
+        self._groups_at = HEADER.size + _RECORD * befores
+
+    @classmethod
+    def open(cls, blob: Reader, index: Reader | BytesReader) -> TextIndex:
+        """The index in *index* of the blob in *blob*; IndexUnusable when it is stale."""
+        return cls(blob, index, read_header(index, blob_size=blob.size, kinds=(KIND_TEXT,)))
+
+    def close(self) -> None:
+        self.blob.close()
+        self.index.close()
+
+    def __enter__(self) -> TextIndex:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def line_count(self) -> int:
+        return self.newlines + (1 if self.size and not self.ends_with_newline else 0)
+
+    def _records(self, at: int, first: int, count: int) -> array[int]:
+        return _numbers(self.index.exact(at + _RECORD * first, _RECORD * count))
+
+    def _after_newline(self, target: int) -> int:
+        """The offset just past newline number *target* (1-based); 0 for none."""
+        if target <= 0:
+            return 0
+        if target > self.newlines:
+            return self.size
+        group = target // self.group
+        count = 2 if group + 1 < self.groups else 1
+        bounds = self._records(self._groups_at, group, count)
+        low = bounds[0]
+        high = bounds[1] if count == 2 else self.befores - 2  # the last block
+        # The newline lies in the block j of low..high with before[j] < target <= before[j+1].
+        while high - low > _SEARCH_WINDOW:
+            middle = (low + high) // 2
+            if self._records(self._before_at, middle, 1)[0] < target:
+                low = middle
+            else:
+                high = middle - 1
+        before = self._records(self._before_at, low, high - low + 2)
+        block = low + bisect_left(before, target) - 1
+        if not low <= block <= high:
+            raise IndexUnusable("the text index does not match the blob")
+        data = self.blob.read(block * self.block, self.block)
+        position = -1
+        try:
+            for _ in range(target - before[block - low]):
+                position = data.index(b"\n", position + 1)
+        except ValueError:
+            raise IndexUnusable("the text index does not match the blob") from None
+        return block * self.block + position + 1
+
+    def line_start(self, number: int) -> int:
+        """Byte offset where line *number* starts; the file size past the last line."""
+        if number > self.line_count:
+            return self.size
+        return self._after_newline(number - 1)
+
+    def iter_lines(
+        self, start: int, end: int, *, max_line_bytes: int | None = None
+    ) -> Iterator[IndexedLine]:
+        """Lines *start*..*end* (1-based, inclusive, clamped), each cut to *max_line_bytes*.
+
+        Reads from where line *start* begins, in chunks that grow while the caller keeps
+        asking, so a caller that stops early has read little past what it took. A line
+        longer than *max_line_bytes* is read only as far as it is shown: the index says
+        where the next line starts.
+        """
+        start, end = max(start, 1), min(end, self.line_count)
+        if start > end:
+            return
+        position = self.line_start(start)  # file offset of buffer[cursor]
+        buffer = b""
+        cursor = 0
+        read_at = position  # file offset just past the buffer
+        chunk = _FIRST_CHUNK
+        room = None if max_line_bytes is None else max_line_bytes + 4
+        number = start
+        while number <= end:
+            newline = buffer.find(b"\n", cursor)
+            while newline < 0 and (room is None or len(buffer) - cursor <= room):
+                more = self.blob.read(read_at, chunk)
+                if not more:
+                    break
+                searched = len(buffer)
+                buffer = buffer[cursor:] + more if cursor else buffer + more
+                searched -= cursor
+                cursor = 0
+                read_at += len(more)
+                chunk = min(chunk * 2, _MAX_CHUNK)
+                newline = buffer.find(b"\n", searched)
+            if newline >= 0:
+                yield _line(number, buffer[cursor:newline].removesuffix(b"\r"), max_line_bytes)
+                position += newline + 1 - cursor
+                cursor = newline + 1
+            elif newline < 0 and (room is None or len(buffer) - cursor <= room):
+                # The last line, with no newline after it.
+                yield _line(number, buffer[cursor:].removesuffix(b"\r"), max_line_bytes)
+                return
+            else:  # a long line: show its start, learn its size from the index
+                following = self.line_start(number + 1)
+                content_end = following - 1 if number <= self.newlines else following
+                if content_end > position and self.blob.read(content_end - 1, 1) == b"\r":
+                    content_end -= 1
+                raw = buffer[cursor : cursor + min(content_end - position, room or 0)]
+                yield _line(number, raw, max_line_bytes, size=content_end - position)
+                position = read_at = following
+                buffer, cursor, chunk = b"", 0, _FIRST_CHUNK
+            number += 1
+
+    def read_lines(
+        self, start: int, end: int, *, max_line_bytes: int | None = None
+    ) -> list[IndexedLine]:
+        """:meth:`iter_lines` as a list."""
+        return list(self.iter_lines(start, end, max_line_bytes=max_line_bytes))
+
+
+def _line(number: int, raw: bytes, limit: int | None, *, size: int | None = None) -> IndexedLine:
+    size = len(raw) if size is None else size
+    if limit is not None and len(raw) > limit:
+        raw = cut_utf8(raw, limit)
+    return IndexedLine(number, decode_text(raw), size)
+
+
+def open_text_index(blob_path: Path, index: Reader | BytesReader) -> TextIndex:
+    """A TextIndex over the blob at *blob_path*; IndexUnusable when *index* is stale."""
+    blob = Reader(blob_path)
+    try:
+        return TextIndex.open(blob, index)
+    except BaseException:
+        blob.close()
+        raise
