@@ -15,23 +15,20 @@ from __future__ import annotations
 import itertools
 import json
 import re
-import time
-import warnings
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import regex
-
 from core.content import Content, Structured, Text
+from core.grep import Page, Pattern, PatternError, compile_pattern, search, text_blocks
 from core.json_values import display_key, json_type, shape
-from core.lines import count_lines, iter_lines, line_slice, split_lines
+from core.lines import count_lines, line_slice, line_start, split_lines
 
 STEP_NAMES = ("lines", "slice", "key", "keys", "grep")
 FORMS = "lines:A-B, slice:A..B, key:name, keys:A..B or grep:regex"
-# A grep step may search for this long before it gives up: a pathological pattern
-# (catastrophic backtracking) must not hang a server worker or an agent.
-GREP_SECONDS = 5.0
+# A grep step stops once its matches fill this page (the inspect cap) unless its caller
+# asks for another: it goes on from where it stopped with `lines:N- | grep:...`.
+DEFAULT_GREP_PAGE = Page(max_bytes=8000)
 
 
 # Lone surrogates: code points a Python str may hold (JSON's "\ud800", an undecodable byte
@@ -124,7 +121,7 @@ class Key:
 @dataclass(frozen=True, slots=True)
 class Grep:
     pattern: str
-    regex: regex.Pattern[str] = field(compare=False)  # compiled from pattern
+    compiled: Pattern = field(compare=False)  # RE2, compiled from pattern (core.grep)
 
     def __str__(self) -> str:
         return f"grep:{_quote_if_needed(self.pattern)}"
@@ -259,37 +256,10 @@ def _step(name: str, argument: str | _Quoted) -> Step:
     if not argument:
         raise SelectorError("grep: expects a regex, e.g. grep:error|warning")
     try:
-        # Python's own re decides what a regex is (SPEC 2.7: "Python regex"), which also
-        # refuses the regex module's extensions (recursion, fuzzy matching) that no time
-        # limit can contain; the regex module then runs it, with a time limit.
-        with warnings.catch_warnings():  # e.g. "possible nested set": still a valid regex
-            warnings.simplefilter("ignore", FutureWarning)
-            re.compile(argument)
-        return Grep(argument, regex.compile(_literal_braces(argument)))
-    except (re.error, regex.error, OverflowError, RecursionError, ValueError) as error:
+        # RE2 syntax (SPEC 2.7): linear time, so no pattern can hang a caller.
+        return Grep(argument, compile_pattern(argument))
+    except PatternError as error:
         raise SelectorError(f"grep: invalid regex {_shown(argument)}: {error}") from None
-
-
-_QUANTIFIER = re.compile(r"\{\d*(?:,\d*)?\}")
-
-
-def _literal_braces(pattern: str) -> str:
-    """*pattern* with every "{" that Python's re reads as a literal escaped, so that the
-    regex module cannot read it as its fuzzy-matching syntax (`(?:cat){e<=1}`). Inside a
-    character class "\\{" means "{" too, so classes need no special care."""
-    out = []
-    position = 0
-    while position < len(pattern):
-        char = pattern[position]
-        if char == "\\":
-            out.append(pattern[position : position + 2])
-            position += 2
-            continue
-        if char == "{" and not _QUANTIFIER.match(pattern, position):
-            char = "\\{"
-        out.append(char)
-        position += 1
-    return "".join(out)
 
 
 def _lines_step(argument: str | _Quoted) -> Lines:
@@ -380,13 +350,24 @@ class ValueView:
 
 @dataclass(frozen=True, slots=True)
 class GrepView:
-    """Lines of a text that match *pattern*, as (line number, line), searched in first..last."""
+    """Lines of a text that match *pattern*, as (line number, line), found in lines
+    *first*..*last*, every one of which was searched.
+
+    A search stops once its matches fill a page (core.grep.Page): then *complete* is False
+    and the next page starts at line last + 1. *total* is the text's line count, None when
+    nothing counted it (the search stopped early in a blob's file that has no index). A
+    matching line longer than the page's line size is held cut; *sizes* has its whole size.
+    *long_lines* are lines longer than core.grep.LINE_CAP, matched on their first part only.
+    """
 
     matches: list[tuple[int, str]]
     pattern: str
     first: int
     last: int
-    total: int
+    total: int | None
+    complete: bool = True
+    sizes: dict[int, int] = field(default_factory=dict)
+    long_lines: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -456,27 +437,34 @@ def explain(error: SelectorError, content: Content) -> str:
     return f"{error} (this blob is {kind_of(view)} — {suggestion(view)})"
 
 
-def evaluate(selector: Selector | str | None, content: Content) -> View:
-    """Apply every step of *selector* to *content*; raises SelectorError."""
+def evaluate(
+    selector: Selector | str | None, content: Content, *, grep_page: Page = DEFAULT_GREP_PAGE
+) -> View:
+    """Apply every step of *selector* to *content*; raises SelectorError. A `grep:` step
+    stops once its matches fill *grep_page*."""
     if not isinstance(selector, Selector):
         selector = parse_selector(selector)
-    return apply_steps(selector, content_view(content))
+    return apply_steps(selector, content_view(content), grep_page=grep_page)
 
 
-def apply_steps(selector: Selector, view: View) -> View:
+def apply_steps(selector: Selector, view: View, *, grep_page: Page = DEFAULT_GREP_PAGE) -> View:
     """Apply every step of *selector* to *view*, naming in errors what each step reached."""
     for index, step in enumerate(selector.steps):
         reached = "this blob" if index == 0 else str(Selector(selector.steps[:index]))
-        view = apply_step(step, view, reached=reached)
+        view = apply_step(step, view, reached=reached, grep_page=grep_page)
     return view
 
 
-def apply_step(step: Step, view: View, *, reached: str = "this blob") -> View:
+def apply_step(
+    step: Step, view: View, *, reached: str = "this blob", grep_page: Page = DEFAULT_GREP_PAGE
+) -> View:
     if isinstance(step, Lines | Grep):
         text_view = _as_text(view)
         if text_view is None:
             raise _misapplied(step, "text", view, reached)
-        return _lines(step, text_view) if isinstance(step, Lines) else _grep(step, text_view)
+        if isinstance(step, Lines):
+            return _lines(step, text_view)
+        return _grep(step, text_view, grep_page)
     if isinstance(step, Slice):
         if not (isinstance(view, ValueView) and isinstance(view.value, list)):
             raise _misapplied(step, "a JSON array", view, reached)
@@ -541,20 +529,21 @@ def _lines(step: Lines, view: LinesView) -> LinesView:
     return LinesView(view.text, first, last, view.total)
 
 
-def _grep(step: Grep, view: LinesView) -> GrepView:
-    search = step.regex.search
-    deadline = time.monotonic() + GREP_SECONDS
-    matches = []
-    try:
-        for number, line in iter_lines(view.text, view.first, view.last):
-            if search(line, timeout=max(deadline - time.monotonic(), 0.001)):
-                matches.append((number, line))
-    except (TimeoutError, MemoryError, RecursionError):
-        raise SelectorError(
-            f"{step}: the search took longer than {GREP_SECONDS:g} s or too much memory; "
-            "try a simpler regex or narrow the lines first (lines:A-B | grep:...)"
-        ) from None
-    return GrepView(matches, step.pattern, view.first, view.last, view.total)
+def _grep(step: Grep, view: LinesView, page: Page) -> GrepView:
+    """Search lines first..last of the text in view, streamed as UTF-8 a chunk at a time
+    (core.grep), so a big string is never encoded whole."""
+    blocks = text_blocks(view.text, line_start(view.text, view.first))
+    found = search(blocks, step.compiled, first=view.first, last=view.last, page=page)
+    return GrepView(
+        found.matches,
+        step.pattern,
+        view.first,
+        found.last,
+        view.total,
+        found.complete,
+        found.sizes,
+        tuple(found.long_lines),
+    )
 
 
 def _slice(step: Slice, view: ValueView) -> ValueView:

@@ -197,13 +197,14 @@ def test_key_header_quotes_a_key_that_needs_it() -> None:
 
 def test_grep_gives_numbered_matches() -> None:
     result = render(Text("alpha\nbeta\nalphabet\n"), "grep:^alpha")
-    assert result == f"{REF} grep ^alpha: 2 of 3 lines match\n1: alpha\n3: alphabet"
+    assert result == f"{REF} grep ^alpha: 2 matches in lines 1-3 of 3\n1: alpha\n3: alphabet"
 
 
 def test_a_chained_selector_is_named_whole_in_the_header() -> None:
     content = Structured({"log": "a\nERROR b\nc\nERROR d", "results": [1, 2, 3]})
     assert render(content, "key:log|grep:ERROR") == (
-        f"{REF} key:log | grep:ERROR → grep ERROR: 2 of 4 lines match\n2: ERROR b\n4: ERROR d"
+        f"{REF} key:log | grep:ERROR → grep ERROR: 2 matches in lines 1-4 of 4\n"
+        "2: ERROR b\n4: ERROR d"
     )
     assert render(content, "key:results | slice:1..") == (
         f"{REF} key:results | slice:1.. → slice 1..3 of 3 entries\n2\n3"
