@@ -409,10 +409,40 @@ def _grep_page(ref: str, selector: Selector, policy: Policy) -> GrepPage:
 def _grep_from_file(
     store: FsBlobStore, blob_id: BlobId, selector: Selector | SelectorError, policy: Policy
 ) -> str | None:
-    """`[lines:A-B |]* grep:P` of a text blob, streamed from its file in blocks (core.grep)
-    without loading it: the blob's index (when it has one) gives the line count and where
-    line A starts; otherwise lines are counted on the way. None for other selectors/blobs."""
-    if not isinstance(selector, Selector) or not selector:
+    """`[lines:A-B |]* grep:P` of a text blob, streamed from its file (see grep_blob) and
+    rendered as render_inspect renders it; None for other selectors or blobs."""
+    if not isinstance(selector, Selector):
+        return None
+    ref = f"[blob:{blob_id}]"
+    try:
+        view = grep_blob(store, blob_id, selector, page=_grep_page(ref, selector, policy))
+    except SelectorError as error:
+        raise InspectError(str(error)) from None
+    except UnicodeDecodeError:
+        raise InspectError(f"blob {blob_id} is not UTF-8 text") from None
+    except OSError as error:
+        raise InspectError(f"cannot read blob {blob_id}: {error.strerror}") from None
+    if view is None:
+        return None
+    name = "" if len(selector.steps) == 1 else f"{selector} → "
+    header = f"{ref} {name}{_grep_description(view)}"
+    units = _grep_units(view, selector)
+    more = _grep_more(view, selector)
+    return _bounded(_cap(header, units, more, policy.inspect_limit), policy.inspect_limit)
+
+
+def grep_blob(
+    store: FsBlobStore, blob_id: BlobId, selector: Selector, *, page: GrepPage
+) -> GrepView | None:
+    """`[lines:A-B |]* grep:P` of a text blob, streamed from its file in blocks (core.grep),
+    never loading the blob: the blob's index gives the line count and where line A starts
+    (without one, lines are counted on the way). Stops once *page* is full.
+
+    None when the selector is not of that form or the blob is not a text (evaluate the
+    loaded blob instead). Raises SelectorError for `lines:` steps that do not fit,
+    UnicodeDecodeError for a match that is not UTF-8, OSError when the file cannot be read.
+    """
+    if not selector:
         return None
     *narrowing, grep = selector.steps
     if not isinstance(grep, Grep) or not all(isinstance(step, Lines) for step in narrowing):
@@ -423,8 +453,6 @@ def _grep_from_file(
         return None  # loading it says what is wrong
     if path.suffix != TEXT_SUFFIX:
         return None
-    ref = f"[blob:{blob_id}]"
-    page = _grep_page(ref, selector, policy)
     try:
         opened = open_index(store.root, path, min_bytes=store.index_min_bytes)
     except (OSError, IndexUnusable):
@@ -447,33 +475,20 @@ def _grep_from_file(
                 file.seek(index.line_start(first))
                 blocks = file_blocks(file)
             else:
-                file.seek(0)
                 blocks = file_blocks(file, first)
             found = grep_search(blocks, grep.compiled, first=first, last=last, page=page)
     except IndexUnusable:
-        return None  # a damaged index: loading the blob gives the same result
-    except SelectorError as error:
-        raise InspectError(str(error)) from None
-    except UnicodeDecodeError:
-        raise InspectError(f"blob {blob_id} is not UTF-8 text") from None
-    except OSError as error:
-        raise InspectError(f"cannot read blob {blob_id}: {error.strerror}") from None
-    total = found.line_count if total is None else total
-    view = GrepView(
+        return None  # a damaged index: the loaded blob gives the same result
+    return GrepView(
         found.matches,
         grep.pattern,
         first,
         found.last,
-        total,
+        found.line_count if total is None else total,
         found.complete,
         found.sizes,
         tuple(found.long_lines),
     )
-    name = "" if len(selector.steps) == 1 else f"{selector} → "
-    header = f"{ref} {name}{_grep_description(view)}"
-    units = _grep_units(view, selector)
-    more = _grep_more(view, selector)
-    return _bounded(_cap(header, units, more, policy.inspect_limit), policy.inspect_limit)
 
 
 def _json_units(value: Any, selector: Selector) -> list[_Unit]:
