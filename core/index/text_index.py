@@ -61,32 +61,35 @@ class IndexedLine:
 # -- building ---------------------------------------------------------------------------------
 
 
-def text_index_from_bytes(data: bytes) -> bytes:
-    """The index of a text blob whose bytes are *data* (as the store wrote them)."""
-    counts = [data.count(b"\n", start, start + BLOCK) for start in range(0, len(data), BLOCK)]
-    return _pack(counts, len(data), data.endswith(b"\n"))
+def text_index_from_bytes(data: bytes, *, block: int = 0, group: int = 0) -> bytes:
+    """The index of a text blob whose bytes are *data* (as the store wrote them), with
+    blocks of *block* bytes and group records every *group* newlines (default: BLOCK, GROUP)."""
+    block, group = block or BLOCK, group or GROUP
+    counts = [data.count(b"\n", start, start + block) for start in range(0, len(data), block)]
+    return _pack(counts, len(data), data.endswith(b"\n"), block, group)
 
 
-def text_index_from_file(path: str | os.PathLike[str]) -> bytes:
+def text_index_from_file(path: str | os.PathLike[str], *, block: int = 0, group: int = 0) -> bytes:
     """The index of the text blob at *path*, read once a block at a time (bounded memory)."""
+    block, group = block or BLOCK, group or GROUP
     counts: list[int] = []
     size = 0
     last = b""
     with open(path, "rb") as file:
-        while chunk := file.read(_FILE_CHUNK):
-            counts += [chunk.count(b"\n", at, at + BLOCK) for at in range(0, len(chunk), BLOCK)]
+        while chunk := file.read(_FILE_CHUNK // block * block or block):
+            counts += [chunk.count(b"\n", at, at + block) for at in range(0, len(chunk), block)]
             size += len(chunk)
             last = chunk[-1:]
-    return _pack(counts, size, last == b"\n")
+    return _pack(counts, size, last == b"\n", block, group)
 
 
-def _pack(counts: list[int], size: int, ends_with_newline: bool) -> bytes:
+def _pack(counts: list[int], size: int, ends_with_newline: bool, block: int, group: int) -> bytes:
     before = list(accumulate(counts, initial=0))
     newlines = before[-1]
-    # The block of newline r·GROUP: the last block with fewer newlines before it.
-    groups = [0] + [bisect_left(before, r * GROUP) - 1 for r in range(1, newlines // GROUP + 1)]
+    # The block of newline r·group: the last block with fewer newlines before it.
+    groups = [0] + [bisect_left(before, r * group) - 1 for r in range(1, newlines // group + 1)]
     body = _u64(before) + _u64(groups)
-    fields = (BLOCK, GROUP, len(before), newlines, int(ends_with_newline), len(groups))
+    fields = (block, group, len(before), newlines, int(ends_with_newline), len(groups))
     return pack_index(KIND_TEXT, size, fields, body)
 
 
