@@ -32,11 +32,13 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Q, QuerySet
 from django.db.models.expressions import RawSQL
+from django.db.models.functions import Coalesce
 
 from blobviewer.models import Blob, BlobRef, Item, SearchChunk, SearchedBlob, Session
 from core.blob_store import BlobStoreError, FsBlobStore
 from core.content import cut_utf8, decode_text, encode_text, utf8_size
 from core.json_values import dumps_indented
+from core.selectors import Key
 
 MIN_QUERY_CHARS = 3
 MAX_QUERY_CHARS = 200
@@ -53,7 +55,6 @@ FTS_TABLE = "blobviewer_searchchunk_fts"
 # keeps the stand-ins that ingest uses for item text (blobviewer.ingest._storable).
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 _WHITESPACE = re.compile(r"\s+")
-_GLOB_SPECIAL = re.compile(r"([*?\[])")  # each stands for itself inside [...]
 _BATCH = 200
 
 Source = SearchChunk.Source
@@ -292,10 +293,10 @@ def parse_query(text: str | None) -> SearchQuery | None:
 def matching_chunks(query: SearchQuery) -> QuerySet[SearchChunk]:
     """Every chunk whose folded text contains the folded query (a full query only)."""
     if connection.vendor == "sqlite":
-        # GLOB is case-sensitive (the text and the query are folded already); FTS5 finds the
-        # chunks that have all the pattern's trigrams and SQLite tests the pattern on them.
-        pattern = "*" + _GLOB_SPECIAL.sub(r"[\1]", query.folded) + "*"
-        found = RawSQL(f"SELECT rowid FROM {FTS_TABLE} WHERE folded GLOB %s", [pattern])
+        # A quoted FTS5 string is one phrase: the query's trigrams at consecutive positions,
+        # which is exactly a substring (the tokenizer keeps case; both sides are folded).
+        phrase = '"' + query.folded.replace('"', '""') + '"'
+        found = RawSQL(f"SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH %s", [phrase])
         return SearchChunk.objects.filter(pk__in=found)
     # LIKE '%…%' on the folded text; pg_trgm's GIN index finds the candidates.
     return SearchChunk.objects.filter(folded__contains=query.folded)
@@ -309,13 +310,12 @@ def session_filter(query: SearchQuery) -> Q:
         # both sides are folded, so neither has an ASCII capital.
         titles = SearchChunk.objects.filter(source=Source.TITLE, folded__contains=query.folded)
         return Q(pk__in=titles.values("session_id"))
-    chunks = matching_chunks(query)
-    in_blobs = BlobRef.objects.filter(
-        blob_id__in=chunks.filter(blob__isnull=False).values("blob_id")
+    # One lookup of the index per statement: a chunk's own session (a title or an item),
+    # or through its blob, every session that references that blob.
+    found = matching_chunks(query).annotate(
+        found_in=Coalesce("session_id", "blob__refs__session_id")
     )
-    return Q(pk__in=chunks.filter(session__isnull=False).values("session_id")) | Q(
-        pk__in=in_blobs.values("session_id")
-    )
+    return Q(pk__in=found.values("found_in"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -348,27 +348,34 @@ def session_places(query: SearchQuery, session_ids: Sequence[uuid.UUID]) -> dict
     places: dict[Any, list[Place]] = {session_id: [] for session_id in session_ids}
     if not query.full or not session_ids:
         return places
-    chunks = matching_chunks(query)
-    seen: set[tuple[Any, ...]] = set()
-    item_hits = (
-        chunks.filter(session_id__in=session_ids, item__isnull=False)
-        .order_by("item_id", "source", "start")
-        .values_list("pk", "session_id", "source", "item__seq", "item__type", "item__tool")
+    refs = BlobRef.objects.filter(session_id__in=session_ids)
+    # Items' and blobs' chunks in one lookup of the index, each place's first chunk first.
+    found = (
+        matching_chunks(query)
+        .filter(
+            Q(session_id__in=session_ids, item__isnull=False)
+            | Q(blob_id__in=refs.values("blob_id"))
+        )
+        .order_by("start", "pk")
+        .values_list(
+            "pk",
+            "session_id",
+            "source",
+            "item__seq",
+            "item__type",
+            "item__tool",
+            "blob_id",
+            "blob__kind",
+        )
     )
-    for pk, session_id, source, seq, item_type, tool in item_hits:
-        if (session_id, seq, source) not in seen:
+    seen: set[tuple[Any, ...]] = set()
+    first_chunk: dict[uuid.UUID, tuple[int, str]] = {}
+    for pk, session_id, source, seq, item_type, tool, blob_id, kind in found:
+        if blob_id is not None:
+            first_chunk.setdefault(blob_id, (pk, kind))
+        elif (session_id, seq, source) not in seen:
             seen.add((session_id, seq, source))
             places[session_id].append(Place(session_id, seq, item_type, tool, source, pk))
-
-    refs = BlobRef.objects.filter(session_id__in=session_ids)
-    blob_hits = (
-        chunks.filter(blob_id__in=refs.values("blob_id"))
-        .order_by("blob_id", "start")
-        .values_list("pk", "blob_id", "blob__kind")
-    )
-    first_chunk: dict[uuid.UUID, tuple[int, str]] = {}
-    for pk, blob_id, kind in blob_hits:
-        first_chunk.setdefault(blob_id, (pk, kind))
     if first_chunk:
         referencing = refs.filter(blob_id__in=list(first_chunk)).values_list(
             "session_id", "blob_id", "item__seq", "item__type", "item__tool"
@@ -397,6 +404,7 @@ class Snippet:
     after: str
     line: int  # the line of the match within the whole text (1-based)
     matched_text: str  # the match as it is in the text (newlines kept)
+    offset: int = 0  # where the match starts in its chunk, in characters
 
 
 def snippet(chunk: SearchChunk, query: SearchQuery, *, chars: int = SNIPPET_CHARS) -> Snippet:
@@ -422,6 +430,7 @@ def snippet(chunk: SearchChunk, query: SearchQuery, *, chars: int = SNIPPET_CHAR
         after=_one_line(text[end:last]) + ("…" if last < line_end else ""),
         line=chunk.line + text.count("\n", 0, start),
         matched_text=text[start:end],
+        offset=start,
     )
 
 
@@ -469,6 +478,42 @@ def grep_selector(matched_text: str) -> str:
     ):
         return "grep:" + json.dumps(pattern, ensure_ascii=False)
     return f"grep:{pattern}"
+
+
+# In a JSON blob's indented text (two spaces a level), a line at the first level that opens
+# an array's entry (not one that closes it), and an object's key line at that level.
+_ENTRY_LINE = re.compile(r"^  [^ \]}]", re.MULTILINE)
+_KEY_LINE = re.compile(r'^  "', re.MULTILINE)
+
+
+def json_hit_selector(chunk: SearchChunk, offset: int, kind: str) -> str:
+    """The selector that shows the first-level part of a JSON blob holding the hit at
+    *offset* in *chunk*: `slice:N..N+1` for an array's entry, `key:name` for an object's
+    key; "" when the hit is outside any (a bracket line, a lone value).
+
+    Read from the index (the chunks before this one), never from the blob's file.
+    """
+    if kind not in ("json_array", "json_object"):
+        return ""
+    earlier = SearchChunk.objects.filter(blob_id=chunk.blob_id, start__lt=chunk.start)
+    pieces, covered = [], 0
+    for start, text in earlier.order_by("start").values_list("start", "text"):
+        pieces.append(text[covered - start :])  # chunks overlap: each part once
+        covered = start + len(text)
+    prefix = "".join(pieces)[: chunk.start] + chunk.text[:offset]
+    if kind == "json_array":
+        entries = len(_ENTRY_LINE.findall(prefix))
+        return f"slice:{entries - 1}..{entries}" if entries else ""
+    key_line = None
+    for key_line in _KEY_LINE.finditer(prefix):  # noqa: B007 - the last one is wanted
+        pass
+    if key_line is None:
+        return ""
+    try:
+        name, _ = json.JSONDecoder().raw_decode(prefix, key_line.start() + 2)
+    except ValueError:
+        return ""
+    return str(Key(name)) if isinstance(name, str) else ""
 
 
 def chunks_by_id(ids: Iterable[int]) -> dict[int, SearchChunk]:

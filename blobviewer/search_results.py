@@ -19,7 +19,7 @@ from urllib.parse import parse_qsl, urlencode
 from django.urls import reverse
 
 from blobviewer.blob_display import selector_url
-from blobviewer.models import Item, Session
+from blobviewer.models import Item, SearchChunk, Session
 from blobviewer.search import (
     MIN_QUERY_CHARS,
     Place,
@@ -28,6 +28,7 @@ from blobviewer.search import (
     Source,
     chunks_by_id,
     grep_selector,
+    json_hit_selector,
     parse_query,
     session_places,
     snippet,
@@ -76,22 +77,42 @@ def _where(place: Place) -> str:
     return item
 
 
-def find_url(session_id: uuid.UUID, query: SearchQuery, number: int, *, at: str = "") -> str:
+OPEN_PARAM = "open"  # `open=blob`: the find view goes to the blob's page at the hit
+
+
+def find_url(
+    session_id: uuid.UUID, query: SearchQuery, number: int, *, open_blob: bool = False
+) -> str:
     params = {"q": query.text, HIT_PARAM: str(number)}
-    if at:
-        params["at"] = at
+    if open_blob:
+        params[OPEN_PARAM] = "blob"
     return f"{reverse('session_find', args=[session_id])}?{urlencode(params)}"
 
 
-def _blob_url(place: Place, found: Snippet) -> str:
+def _blob_url(
+    place: Place,
+    query: SearchQuery,
+    found: Snippet,
+    chunk: SearchChunk,
+    *,
+    number: int,
+    exact: bool,
+) -> str:
+    """The blob's page showing the hit: a text blob's lines that have it (`grep:`); a JSON
+    blob's first-level entry or key that holds it (grep: applies to text only). Finding
+    that entry reads the blob's earlier chunks, so the session list links through the find
+    view (*exact* False), which works it out for the one hit that is opened."""
     base = reverse("blob_detail", args=[place.blob_id])
     if place.blob_kind == "text":
         return selector_url(base, grep_selector(found.matched_text))
-    # JSON: its page shows the indented text from the hit's line (grep: applies to text).
-    return selector_url(base, "", found.line)
+    if not exact:
+        return find_url(place.session_id, query, number, open_blob=True)
+    return selector_url(base, json_hit_selector(chunk, found.offset, place.blob_kind))
 
 
-def hits(query: SearchQuery, places: Sequence[Place], numbers: Sequence[int]) -> list[Hit]:
+def hits(
+    query: SearchQuery, places: Sequence[Place], numbers: Sequence[int], *, exact: bool = False
+) -> list[Hit]:
     """The hits at *places* (numbered *numbers*), with snippets; one query for all."""
     chunks = chunks_by_id(place.chunk_id for place in places)
     found = []
@@ -107,7 +128,11 @@ def hits(query: SearchQuery, places: Sequence[Place], numbers: Sequence[int]) ->
                 snippet=piece,
                 where=_where(place),
                 find_url=find_url(place.session_id, query, number),
-                blob_url=_blob_url(place, piece) if place.blob_id else "",
+                blob_url=(
+                    _blob_url(place, query, piece, chunk, number=number, exact=exact)
+                    if place.blob_id
+                    else ""
+                ),
             )
         )
     return found
@@ -164,7 +189,6 @@ class FindState:
     step_url: str = ""  # the current hit on the timeline (page, anchor, find state)
     prev_url: str = ""
     next_url: str = ""
-    at: str = ""  # the query of the timeline page the box is on
     all_places: list[Place] = field(default_factory=list, repr=False)
 
     @property
@@ -181,19 +205,19 @@ class FindState:
         return f"{base}?{urlencode(kept)}" if kept else base
 
 
-def find_state(session: Session, text: str | None, number: int, *, at: str = "") -> FindState:
+def find_state(session: Session, text: str | None, number: int) -> FindState:
     """The find box for *text* at hit *number* (out of range: the nearest hit)."""
     query = parse_query(text)
     if query is None:
-        return FindState(session.pk, at=at)
+        return FindState(session.pk)
     if not query.full:
         message = f"Type {MIN_QUERY_CHARS} characters or more to find text in this session."
-        return FindState(session.pk, query.text, message, at=at)
+        return FindState(session.pk, query.text, message)
     places = session_places(query, [session.pk])[session.pk]
     if not places:
-        return FindState(session.pk, query.text, f"No hits for “{query.text}”.", at=at)
+        return FindState(session.pk, query.text, f"No hits for “{query.text}”.")
     number = min(max(number, 1), len(places))
-    current = hits(query, [places[number - 1]], [number])
+    current = hits(query, [places[number - 1]], [number], exact=True)
     hit = current[0] if current else None
     count = len(places)
     return FindState(
@@ -203,9 +227,8 @@ def find_state(session: Session, text: str | None, number: int, *, at: str = "")
         number=number,
         hit=hit,
         step_url=timeline_url(session, places[number - 1], query, number),
-        prev_url=find_url(session.pk, query, (number - 2) % count + 1, at=at),
-        next_url=find_url(session.pk, query, number % count + 1, at=at),
-        at=at,
+        prev_url=find_url(session.pk, query, (number - 2) % count + 1),
+        next_url=find_url(session.pk, query, number % count + 1),
         all_places=places,
     )
 

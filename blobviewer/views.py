@@ -35,7 +35,14 @@ from blobviewer.forms import (
 )
 from blobviewer.models import ApiToken, Blob, Item, PrunedBlob, Session, ShareLink
 from blobviewer.retention import pruned_blob
-from blobviewer.search_results import FIND_PARAM, anchor_of, find_state, list_hits, same_page
+from blobviewer.search_results import (
+    FIND_PARAM,
+    OPEN_PARAM,
+    anchor_of,
+    find_state,
+    list_hits,
+    same_page,
+)
 from blobviewer.session_sort import headers as sort_headers
 from blobviewer.session_upload import UploadError, received_upload, save_upload
 from blobviewer.timeline import item_blob_refs, item_page_context, page_context
@@ -182,8 +189,8 @@ def _neighbour_url(base_url: str, selector: str, page: Page | None, direction: s
 def session_list(request: HttpRequest) -> HttpResponse:
     form = SessionFilterForm(request.GET)
     sessions = form.filter(Session.objects.all())
-    page = Paginator(sessions, SESSIONS_PER_PAGE).get_page(request.GET.get("page"))
     totals = sessions.order_by().aggregate(
+        sessions=Count("pk"),
         items=Sum("item_count"),
         steps=Sum("step_count"),
         errors=Sum("error_count"),
@@ -193,6 +200,9 @@ def session_list(request: HttpRequest) -> HttpResponse:
     )
     totals = {name: value or 0 for name, value in totals.items()}
     totals["kept_out"] = max(0, totals["received"] - totals["in_history"])
+    paginator = Paginator(sessions, SESSIONS_PER_PAGE)
+    paginator.count = totals["sessions"]  # counted with the totals: one search, not two
+    page = paginator.get_page(request.GET.get("page"))
     models = Session.objects.exclude(model="").order_by("model").values_list("model", flat=True)
     page.object_list = list(page.object_list)
     context = {
@@ -211,12 +221,14 @@ def session_list(request: HttpRequest) -> HttpResponse:
 @require_GET
 def session_find(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
     """Find in a session: open hit `hit` of `q` on the timeline (its page, at its anchor,
-    with the find box saying where it is). For htmx, when that is the page on screen, only
-    the find box is swapped and the page scrolls to the hit; otherwise the browser goes
-    there."""
+    with the find box saying where it is), or with `open=blob` the blob's page at the hit.
+    For htmx, when the hit is on the page on screen, only the find box is swapped and the
+    page scrolls to the hit; otherwise the browser goes there."""
     session = get_object_or_404(Session, id=session_id)
     state = find_state(session, request.GET.get("q"), _positive_int(request.GET.get("hit")))
     target = state.step_url or _session_page_finding(session, state.text)
+    if request.GET.get(OPEN_PARAM) == "blob" and state.hit and state.hit.blob_url:
+        return redirect(state.hit.blob_url)  # `open=blob`: the blob's page at the hit
     if not request.htmx:
         return redirect(target)
     current = request.htmx.current_url or ""

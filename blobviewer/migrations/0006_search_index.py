@@ -2,10 +2,10 @@
 how much of each blob search has read.
 
 SQLite: an FTS5 table with the trigram tokenizer (SQLite 3.34 or later) over the chunks'
-folded text, kept in step by triggers. It keeps no positions (detail=none): a GLOB query
-takes the chunks that have every trigram of the pattern from it, and SQLite then tests the
-pattern itself against the chunk's text; that is smaller and faster to write than a
-positional index, and as exact. PostgreSQL: the pg_trgm extension (trusted, so the
+folded text, kept in step by triggers. The index keeps each trigram's positions, so a
+query is a phrase of consecutive trigrams, answered from the index alone (a
+positionless index would have to read every candidate chunk to check it: many times
+slower for a common word). PostgreSQL: the pg_trgm extension (trusted, so the
 database owner may create it) and a GIN trigram index on the folded text.
 
 Sessions, items and blobs recorded before this migration are indexed by it.
@@ -19,7 +19,7 @@ CHUNKS = "blobviewer_searchchunk"
 
 SQLITE_FORWARD = [
     f"CREATE VIRTUAL TABLE {FTS} USING fts5(folded, content='{CHUNKS}', content_rowid='id', "
-    "tokenize='trigram case_sensitive 1', detail=none)",
+    "tokenize='trigram case_sensitive 1')",
     f"CREATE TRIGGER {CHUNKS}_ai AFTER INSERT ON {CHUNKS} BEGIN "
     f"INSERT INTO {FTS}(rowid, folded) VALUES (new.id, new.folded); END",
     f"CREATE TRIGGER {CHUNKS}_ad AFTER DELETE ON {CHUNKS} BEGIN "
@@ -146,6 +146,8 @@ class Migration(migrations.Migration):
                 ("indexed_at", models.DateTimeField(auto_now=True)),
             ],
         ),
+        # The keys come before the texts: SQLite keeps a row's columns in order, and a
+        # chunk's 64 K-character texts would otherwise lie between a lookup and its keys.
         migrations.CreateModel(
             name="SearchChunk",
             fields=[
@@ -155,23 +157,6 @@ class Migration(migrations.Migration):
                         auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
                     ),
                 ),
-                (
-                    "source",
-                    models.CharField(
-                        choices=[
-                            ("title", "Title"),
-                            ("text", "Text"),
-                            ("calls", "Calls"),
-                            ("output", "Output"),
-                            ("blob", "Blob"),
-                        ],
-                        max_length=10,
-                    ),
-                ),
-                ("start", models.BigIntegerField(default=0)),
-                ("line", models.BigIntegerField(default=1)),
-                ("text", models.TextField()),
-                ("folded", models.TextField()),
                 (
                     "blob",
                     models.ForeignKey(
@@ -199,6 +184,23 @@ class Migration(migrations.Migration):
                         to="blobviewer.session",
                     ),
                 ),
+                (
+                    "source",
+                    models.CharField(
+                        choices=[
+                            ("title", "Title"),
+                            ("text", "Text"),
+                            ("calls", "Calls"),
+                            ("output", "Output"),
+                            ("blob", "Blob"),
+                        ],
+                        max_length=10,
+                    ),
+                ),
+                ("start", models.BigIntegerField(default=0)),
+                ("line", models.BigIntegerField(default=1)),
+                ("text", models.TextField()),
+                ("folded", models.TextField()),
             ],
             options={
                 "indexes": [models.Index(fields=["source"], name="searchchunk_source")],

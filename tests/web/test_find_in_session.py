@@ -4,6 +4,7 @@ every blob of the session, counts the hits and steps through them, each opening 
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 from html import unescape
@@ -92,8 +93,9 @@ def test_the_session_page_shows_the_count_the_hit_and_its_links(logged_in_client
     assert step == f"{url}?find=walrus&hit=2#step-3"
     blob = unescape(re.search(r'<a class="find-blob" href="([^"]*)"', html).group(1))
     assert blob == f"{reverse('blob_detail', args=[blob_id])}?selector=grep%3Awalrus"
-    blob_page = logged_in_client.get(blob).content.decode()
-    assert "151</a>ERROR: walrus not found in zoo.db" in blob_page
+    blob_page = re.sub(r"<[^>]+>", "", logged_in_client.get(blob).content.decode())
+    assert "ERROR: walrus not found in zoo.db" in blob_page
+    assert "line 1: all good" not in blob_page  # only the hit's line
 
 
 def test_next_and_previous_step_through_the_hits_and_wrap_around(logged_in_client, session_id):
@@ -196,3 +198,33 @@ def test_without_a_query_it_goes_back_to_the_session(logged_in_client, session_i
     response = find(logged_in_client, session_id, "  ")
 
     assert opened(response) == (reverse("session_detail", args=[session_id]), {}, "")
+
+
+def test_a_hit_in_a_json_blob_links_to_the_entry_that_holds_it(logged_in_client, data_dir):
+    session_id = uuid.uuid4()
+    rows = [{"id": n, "animal": "zebra" if n == 7 else "cat"} for n in range(30)]
+    ingest_session(
+        header(session_id, title="Animals"),
+        [tool_result_item(1, json.dumps(rows), tool="list_animals")],
+        source_path="t",
+        store=blob_store(),
+    )
+    blob_id = BLOB_REF.match(Item.objects.get(session_id=session_id, seq=1).output).group(1)
+    url = reverse("session_detail", args=[session_id])
+
+    html = box(logged_in_client.get(url, {"find": "zebra"}).content.decode())
+
+    assert "json array blob of #1 list_animals" in html
+    blob = unescape(re.search(r'<a class="find-blob" href="([^"]*)"', html).group(1))
+    assert blob == f"{reverse('blob_detail', args=[blob_id])}?selector=slice%3A7..8"
+
+
+def test_the_box_closes_to_the_page_it_is_on(logged_in_client, session_id):
+    url = reverse("session_detail", args=[session_id])
+
+    html = box(logged_in_client.get(url, {"find": "walrus", "hit": 2}).content.decode())
+
+    close = unescape(re.search(r'<a class="find-close" href="([^"]*)"', html).group(1))
+    assert close == url
+    assert 'class="find-box active"' in html
+    assert 'class="find-box"' in box(logged_in_client.get(url).content.decode())

@@ -113,9 +113,10 @@ def test_each_hit_links_to_its_step_and_to_the_blob_showing_the_hit(logged_in_cl
     path, query = blob_url.split("?")
     assert path == reverse("blob_detail", args=[blob_id])
     assert parse_qs(query)["selector"] == ["grep:flux_capacitor"]
-    blob_page = logged_in_client.get(blob_url).content.decode()
-    assert "matches 1-1 of 1 for grep:flux_capacitor" in blob_page
+    blob_page = re.sub(r"<[^>]+>", "", logged_in_client.get(blob_url).content.decode())
+    # The page shows the hit's line, and not the lines around it.
     assert "Traceback: KeyError: &#x27;flux_capacitor&#x27; in reactor.py" in blob_page
+    assert "compiling module_1.py" not in blob_page
 
     [step_url] = links(html, "hit-step")
     response = logged_in_client.get(step_url)
@@ -272,22 +273,38 @@ def test_it_shows_three_hits_per_session_and_links_to_the_rest(logged_in_client)
     assert parse_qs(location.query)["hit"] == ["4"] and location.fragment == "item-4"
 
 
-def test_a_json_blob_hit_opens_its_page_at_the_line_of_the_hit(logged_in_client, store):
-    rows = [{"id": n, "name": f"row {n}"} for n in range(200)]
-    rows[150]["name"] = "the Walrus row"
+def test_a_json_array_hit_opens_the_entry_that_holds_it(logged_in_client, store):
+    rows = [{"id": n, "name": f"row {n}", "tags": ["a", "b"]} for n in range(3000)]
+    rows[2500]["name"] = "the Walrus row"  # far past the first chunk of the indented text
     session_id = record("JSON rows", tool_result_item(1, json.dumps(rows), tool="query"))
     blob_id = blob_of(session_id, 1)
+    assert SearchChunk.objects.filter(blob_id=blob_id).count() > 3
 
     html = search(logged_in_client, "walrus")
 
     [hit] = hit_rows(html)
     assert "json array blob of #1 query" in hit
     assert '"name": "the <mark>Walrus</mark> row"' in unescape(hit)
-    [blob_url] = links(html, "hit-blob")
-    assert blob_url.startswith(reverse("blob_detail", args=[blob_id]))
-    page = unescape(logged_in_client.get(blob_url).content.decode())
-    first_row = re.search(r'<pre class="content json">([^\n]*)', page).group(1)
-    assert first_row.strip() == '"name": "the Walrus row"'
+    [link] = links(html, "hit-blob")
+    response = logged_in_client.get(link)  # worked out when opened, from the index
+    assert response.status_code == 302
+    url = urlsplit(response["Location"])
+    assert url.path == reverse("blob_detail", args=[blob_id])
+    assert parse_qs(url.query) == {"selector": ["slice:2500..2501"]}
+    page = unescape(logged_in_client.get(response["Location"]).content.decode())
+    assert "the Walrus row" in page and "row 2499" not in page
+
+
+def test_a_json_object_hit_opens_the_key_that_holds_it(logged_in_client, store):
+    value = {f"key {n}": {"notes": ["x"] * 50} for n in range(40)}
+    value["build | log"] = {"lines": ["ok"] * 30 + ["Walrus detected"]}
+    session_id = record("JSON object", tool_result_item(1, json.dumps(value), tool="fetch"))
+
+    [link] = links(search(logged_in_client, "walrus"), "hit-blob")
+
+    location = urlsplit(logged_in_client.get(link)["Location"])
+    assert location.path == reverse("blob_detail", args=[blob_of(session_id, 1)])
+    assert parse_qs(location.query) == {"selector": ['key:"build | log"']}
 
 
 @pytest.mark.parametrize("position", [CHUNK_CHARS - 5, CHUNK_CHARS + OVERLAP_CHARS - 5])
