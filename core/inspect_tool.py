@@ -595,7 +595,7 @@ def _indexed_overview(
         total = index.line_count
         header = f"{ref} text | {total} lines | {index.size} bytes"
         shown = min(head, total)
-        lines = index.iter_lines(1, shown, max_line_bytes=limit)
+        lines = index.iter_lines(1, shown, max_line_bytes=limit, expected_bytes=limit + 256)
         pending = [
             (resume, lambda resume=resume: _line_unit(next(lines), resume))
             for resume in (Selector((Lines(n, shown),)) for n in range(1, shown + 1))
@@ -674,7 +674,9 @@ def _indexed_selected(
     last = steps[-1]
     if isinstance(state, TextLines):
         assert isinstance(index, TextIndex) and isinstance(last, Lines)
-        lines = index.iter_lines(state.first, state.last, max_line_bytes=limit)
+        lines = index.iter_lines(
+            state.first, state.last, max_line_bytes=limit, expected_bytes=limit + 256
+        )
         resumes = (prefix.then(Lines(n, last.end)) for n in range(state.first, state.last + 1))
         description = f"lines {state.first}-{state.last} of {state.total}"
         return description, (

@@ -21,6 +21,7 @@ from core.index.index_file import (
     KIND_NONE,
     KIND_TEXT,
     BytesReader,
+    Header,
     IndexUnusable,
     Reader,
     can_write,
@@ -101,16 +102,18 @@ def open_index(
     name = blob_path.stem
     blob = Reader(blob_path)
     try:
-        index = _open_file(index_path(root, name), blob, kind)
-        if index is False:  # the blob cannot be indexed: remembered, not tried again
+        opened = _open_file(index_path(root, name), blob, kind)
+        if opened is False:  # the blob cannot be indexed: remembered, not tried again
             blob.close()
             return None
-        if index is None:
-            index = _build(root, name, blob, blob_path, is_text=is_text, min_bytes=min_bytes)
-            if index is None:
+        if opened is None:
+            built = _build(root, name, blob, blob_path, is_text=is_text, min_bytes=min_bytes)
+            if built is None:
                 blob.close()
                 return None
-        return TextIndex.open(blob, index) if is_text else JsonIndex.open(blob, index)
+            opened = built, read_header(built, blob_size=blob.size, kinds=(kind,))
+        index, header = opened
+        return TextIndex(blob, index, header) if is_text else JsonIndex(blob, index, header)
     except IndexUnusable:
         blob.close()
         return None
@@ -119,9 +122,9 @@ def open_index(
         raise
 
 
-def _open_file(path: Path, blob: Reader, kind: int) -> Reader | bool | None:
-    """The index file, open, when it describes the blob as it is; False when it says the
-    blob cannot be indexed; None when it is missing, stale or damaged."""
+def _open_file(path: Path, blob: Reader, kind: int) -> tuple[Reader, Header] | bool | None:
+    """The index file, open, and its header, when it describes the blob as it is; False
+    when it says the blob cannot be indexed; None when it is missing, stale or damaged."""
     try:
         index = Reader(path)
     except OSError:
@@ -134,7 +137,7 @@ def _open_file(path: Path, blob: Reader, kind: int) -> Reader | bool | None:
     if header.kind == KIND_NONE:
         index.close()
         return False
-    return index
+    return index, header
 
 
 def _build(

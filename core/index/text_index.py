@@ -38,7 +38,7 @@ from core.index.index_file import (
     read_header,
 )
 
-BLOCK = 8 * 1024  # bytes per `before` record: the most read to find where a line starts
+BLOCK = 4 * 1024  # bytes per `before` record: the most read to find where a line starts
 GROUP = 64  # newlines per `group` record
 _RECORD = 8
 _SEARCH_WINDOW = 512  # `before` records read at once (4 KB) while narrowing a search
@@ -154,12 +154,13 @@ class TextIndex:
     def _records(self, at: int, first: int, count: int) -> array[int]:
         return _numbers(self.index.exact(at + _RECORD * first, _RECORD * count))
 
-    def _after_newline(self, target: int) -> int:
-        """The offset just past newline number *target* (1-based); 0 for none."""
+    def _after_newline(self, target: int) -> tuple[int, bytes]:
+        """The offset just past newline number *target* (1-based; 0 for none), and the
+        rest of the block read to find it (the bytes from there on, for the caller)."""
         if target <= 0:
-            return 0
+            return 0, b""
         if target > self.newlines:
-            return self.size
+            return self.size, b""
         group = target // self.group
         count = 2 if group + 1 < self.groups else 1
         bounds = self._records(self._groups_at, group, count)
@@ -183,32 +184,38 @@ class TextIndex:
                 position = data.index(b"\n", position + 1)
         except ValueError:
             raise IndexUnusable("the text index does not match the blob") from None
-        return block * self.block + position + 1
+        return block * self.block + position + 1, data[position + 1 :]
 
     def line_start(self, number: int) -> int:
         """Byte offset where line *number* starts; the file size past the last line."""
         if number > self.line_count:
             return self.size
-        return self._after_newline(number - 1)
+        return self._after_newline(number - 1)[0]
 
     def iter_lines(
-        self, start: int, end: int, *, max_line_bytes: int | None = None
+        self,
+        start: int,
+        end: int,
+        *,
+        max_line_bytes: int | None = None,
+        expected_bytes: int = _FIRST_CHUNK,
     ) -> Iterator[IndexedLine]:
         """Lines *start*..*end* (1-based, inclusive, clamped), each cut to *max_line_bytes*.
 
-        Reads from where line *start* begins, in chunks that grow while the caller keeps
-        asking, so a caller that stops early has read little past what it took. A line
-        longer than *max_line_bytes* is read only as far as it is shown: the index says
-        where the next line starts.
+        Reads from where line *start* begins: first about *expected_bytes* (what the
+        caller expects to take), then in chunks that grow while the caller keeps asking,
+        so a caller that stops early has read little past what it took. A line longer than
+        *max_line_bytes* is read only as far as it is shown: the index says where the next
+        line starts.
         """
         start, end = max(start, 1), min(end, self.line_count)
         if start > end:
             return
-        position = self.line_start(start)  # file offset of buffer[cursor]
-        buffer = b""
+        # The block read to find the first line goes on being read, not read again.
+        position, buffer = self._after_newline(start - 1)  # file offset of buffer[cursor]
         cursor = 0
-        read_at = position  # file offset just past the buffer
-        chunk = _FIRST_CHUNK
+        read_at = position + len(buffer)  # file offset just past the buffer
+        chunk = max(expected_bytes - len(buffer), _FIRST_CHUNK)
         room = None if max_line_bytes is None else max_line_bytes + 4
         number = start
         while number <= end:
