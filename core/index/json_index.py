@@ -434,12 +434,20 @@ class _FromFile:
             raise _Unindexable("more than one JSON value")
         return self.layout.finish(self.size, root, table, children, self.raw)
 
-    def check_raw(self, value: Any, start: int, end: int) -> None:
+    def check_raw(self, value: Any, start: int, end: int, *, brackets: bool = False) -> None:
+        """Clear RAW unless characters start..end are what orjson writes for *value*
+        (with *brackets*, a list of entries and the text from the "[" or "," before the
+        first to the "," or "]" after the last)."""
         if self.raw:
             try:
-                self.raw = orjson.dumps(value) == self.window.bytes_of(start, end)
+                written = orjson.dumps(value)
             except TypeError:
                 self.raw = False
+                return
+            text = self.window.bytes_of(start, end)
+            if brackets:
+                text = b"[" + text[1:-1] + b"]"
+            self.raw = written == text
 
     def array(self, at: int) -> tuple[int, int]:
         """The table of the array at character *at*; returns (its end, its table)."""
@@ -449,17 +457,26 @@ class _FromFile:
         at += 1
         if window.char(at) == "]":
             return at + 1, self.layout.array_table(start, window.byte(at + 1), offsets)
+        batch: list[Any] = []  # entries whose bytes are compared with orjson's, together
+        batch_at = at
         while True:
             offsets.append(window.byte(at))
             value, end = window.value(at)
-            self.check_raw(value, at, end)
+            if self.raw:
+                batch.append(value)
             separator = window.char(end)
+            if separator != "," or len(batch) >= _BATCH or end + 1 >= _DROP:
+                if batch:
+                    self.check_raw(batch, batch_at - 1, end + 1, brackets=True)
+                batch, batch_at = [], end + 1
             if separator == "]":
                 return end + 1, self.layout.array_table(start, window.byte(end + 1), offsets)
             if separator != ",":
                 raise _Unindexable(f"expected ',' or ']' at byte {window.byte(end)}")
             at = end + 1
-            at -= window.drop(at)
+            dropped = window.drop(at)
+            at -= dropped
+            batch_at -= dropped
 
     def object(self, at: int, children: list[tuple[int, int]] | None) -> tuple[int, int]:
         """The table of the object at *at*; with *children*, big values get their own."""
