@@ -14,7 +14,7 @@ import pytest
 
 from core.blob_store import FsBlobStore
 from core.content import Structured, Text
-from core.inspect_tool import InspectError, inspect_blob, render_inspect
+from core.inspect_tool import INSPECT_DESCRIPTION, InspectError, inspect_blob, render_inspect
 from core.policy import DEFAULT_POLICY
 from core.selectors import (
     Grep,
@@ -123,7 +123,8 @@ def test_it_chains_after_key() -> None:
         (
             Structured(VALUE),
             "keys:0..2 | key:log",
-            "key: applies to a JSON object; keys:0..2 gives key lines — only keys: may follow keys:",
+            "key: applies to a JSON object; keys:0..2 gives key lines"
+            " — only keys: may follow keys:",
         ),
         (
             Structured(VALUE),
@@ -174,8 +175,6 @@ def test_reading_on_through_key_lines_reads_every_key_once(store: FsBlobStore) -
 
 
 def test_the_tool_says_what_keys_does() -> None:
-    from core.inspect_tool import INSPECT_DESCRIPTION
-
     assert "keys:40..80" in INSPECT_DESCRIPTION
 
 
