@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from blobviewer.importers import claude_code, openai_chat, swe_agent
+from blobviewer.importers import claude_code, codex, gemini, openai_chat, swe_agent
 from blobviewer.importers.recording import Recording, RecordingError, UnknownFormat
 from core.history import ITEM_TYPES
 
@@ -15,7 +15,9 @@ OUR_FORMAT = "blobviewer"
 OUR_IMPORTER_VERSION = 1
 
 # Each importer module has FORMAT and IMPORTER_VERSION; a new importer is added here.
-IMPORTERS = {module.FORMAT: module for module in (claude_code, openai_chat, swe_agent)}
+IMPORTERS = {
+    module.FORMAT: module for module in (claude_code, openai_chat, swe_agent, codex, gemini)
+}
 
 
 def importer_version(format: str) -> int:
@@ -29,7 +31,7 @@ def importer_version(format: str) -> int:
 
 
 def sniff(path: Path, data: bytes) -> tuple[str, Any]:
-    """The format (`blobviewer`, `claude_code`, `openai_chat` or `swe_agent`) and, for the
+    """The format (`blobviewer`, or an importer's FORMAT: see IMPORTERS) and, for the
     formats that are one JSON document, the parsed document (else None), so that nothing
     parses the file twice. Raises UnknownFormat."""
     text = data.lstrip()
@@ -47,6 +49,10 @@ def sniff(path: Path, data: bytes) -> tuple[str, Any]:
         return OUR_FORMAT, None
     if claude_code.looks_like(first):
         return claude_code.FORMAT, None
+    if codex.looks_like(first):
+        return codex.FORMAT, None
+    if gemini.looks_like_first(first):  # JSON Lines; a document on one line reads the same
+        return gemini.FORMAT, None
     try:
         document = json.loads(data)
     except (ValueError, RecursionError):
@@ -55,13 +61,16 @@ def sniff(path: Path, data: bytes) -> tuple[str, Any]:
         raise UnknownFormat(path, None, "not a recording: neither JSON nor JSON Lines") from None
     if swe_agent.looks_like(document):
         return swe_agent.FORMAT, document
+    if gemini.looks_like(document):
+        return gemini.FORMAT, document
     if openai_chat.looks_like(document):
         return openai_chat.FORMAT, document
     raise UnknownFormat(
         path,
         None,
         "unknown recording format (expected a blobviewer session log, Claude Code JSONL, "
-        "OpenAI chat messages or a SWE-agent trajectory)",
+        "a Codex rollout, a Gemini CLI session, OpenAI chat messages or a SWE-agent "
+        "trajectory)",
     )
 
 
@@ -93,4 +102,8 @@ def load_sniffed(path: Path, data: bytes, kind: str, document: Any) -> Recording
         return swe_agent.load(path, document)
     if kind == openai_chat.FORMAT:
         return openai_chat.load(path, document)
+    if kind == codex.FORMAT:
+        return codex.load(path, data)
+    if kind == gemini.FORMAT:
+        return gemini.load(path, data, document)
     raise RecordingError(path, None, "a blobviewer session log: read it with read_session_log")

@@ -185,6 +185,15 @@ def stable_session_id(kind: str, opening: Any) -> str:
     return str(uuid.uuid5(IMPORT_NAMESPACE, f"{kind}:{digest}"))
 
 
+def session_uuid(kind: str, raw_id: str) -> str:
+    """The recording's own session id when it is a UUID (Codex's and Gemini CLI's are),
+    else a UUID derived from it, so the same recording always finds the same session."""
+    try:
+        return str(uuid.UUID(raw_id))
+    except ValueError:
+        return str(uuid.uuid5(IMPORT_NAMESPACE, f"{kind}:{raw_id}"))
+
+
 def first_line(text: str, limit: int = 120) -> str:
     for line in text.splitlines():
         if line.strip():
