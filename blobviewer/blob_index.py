@@ -29,6 +29,7 @@ from django.utils import timezone
 
 from blobviewer.data_dir import renderings
 from blobviewer.models import Blob
+from blobviewer.provenance import read_preview
 from core.blob_id import BlobId, blob_created_at, parse_blob_id
 from core.blob_store import (
     JSON_SUFFIX,
@@ -94,6 +95,7 @@ def read_blob_facts(
             row.count = len(value) if isinstance(value, list | dict) else None
             if render and row.size >= RENDER_JSON_FROM_BYTES:
                 _index_rendering(row, value)
+        row.preview = read_preview(path)  # the blob list's first line (blobviewer.provenance)
     except (BlobNotFound, FileNotFoundError):
         row.missing = True
         row.size = None

@@ -5,9 +5,9 @@ from __future__ import annotations
 from django import forms
 from django.conf import settings
 from django.core.validators import ProhibitNullCharactersValidator
-from django.db.models import QuerySet
+from django.db.models import Exists, F, OuterRef, QuerySet
 
-from blobviewer.models import Blob, Session
+from blobviewer.models import Blob, BlobRef, Session
 from blobviewer.search import MAX_QUERY_CHARS, SearchQuery, parse_query, session_filter
 from blobviewer.session_sort import DEFAULT_SORT, Sort, UnknownSort, parse_sort
 from core.selectors import Selector, SelectorError, parse_selector
@@ -67,17 +67,57 @@ class SessionFilterForm(forms.Form):
 
 
 class BlobFilterForm(forms.Form):
+    """The blob list's filters and sort (`?kind=text&tool=Read&session=<id>&sort=-size`).
+
+    Each filter that is valid applies, whatever the others say (an invalid one is shown
+    with its error and filters nothing); an unknown sort sorts newest first.
+    """
+
     MISSING = "missing"
+    # Sort keys and their orders; blobs without a value (a missing blob's size, the time
+    # of an id that is not a UUID v7) come last both ways, and the id breaks ties, so
+    # paging through equal values never shows a blob twice or skips one.
+    SORTS = {
+        "-created": (F("created_at").desc(nulls_last=True), F("id").desc()),
+        "created": (F("created_at").asc(nulls_last=True), F("id").asc()),
+        "-size": (F("size").desc(nulls_last=True), F("id").desc()),
+        "size": (F("size").asc(nulls_last=True), F("id").asc()),
+    }
+    DEFAULT_SORT = "-created"
 
     kind = forms.CharField(required=False, max_length=20)
+    tool = forms.CharField(required=False, max_length=200)
+    session = forms.UUIDField(
+        required=False, error_messages={"invalid": "not a session id (a UUID)."}
+    )
+    sort = forms.ChoiceField(
+        required=False,
+        choices=[(key, key) for key in SORTS],
+        error_messages={"invalid_choice": "unknown sort %(value)s; newest first instead."},
+    )
+
+    @property
+    def sort_key(self) -> str:
+        if self.is_bound:
+            self.is_valid()
+        return getattr(self, "cleaned_data", {}).get("sort") or self.DEFAULT_SORT
 
     def filter(self, blobs: QuerySet[Blob]) -> QuerySet[Blob]:
-        if not self.is_valid() or not self.cleaned_data["kind"]:
-            return blobs
-        kind = self.cleaned_data["kind"]
-        if kind == self.MISSING:
-            return blobs.filter(missing=True)
-        return blobs.filter(kind=kind, missing=False)
+        """The blobs that match, in the order asked for."""
+        self.is_valid()
+        data = getattr(self, "cleaned_data", {})  # an unbound form filters nothing
+        if kind := data.get("kind"):
+            blobs = (
+                blobs.filter(missing=True)
+                if kind == self.MISSING
+                else blobs.filter(kind=kind, missing=False)
+            )
+        if tool := data.get("tool"):
+            blobs = blobs.filter(made_by__tool=tool)
+        if session := data.get("session"):
+            refs = BlobRef.objects.filter(blob=OuterRef("pk"), session_id=session)
+            blobs = blobs.filter(Exists(refs))
+        return blobs.order_by(*self.SORTS[self.sort_key])
 
 
 class SelectorField(forms.CharField):
@@ -120,6 +160,13 @@ def _expiry_choices() -> list[tuple[int, str]]:
 class ShareLinkForm(forms.Form):
     selector = SelectorField()
     days = forms.TypedChoiceField(choices=_expiry_choices, coerce=int, label="expires in")
+    note = forms.CharField(
+        required=False,
+        max_length=500,
+        strip=True,
+        label="Note",
+        widget=forms.TextInput(attrs={"placeholder": "what to look at (optional)"}),
+    )
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)

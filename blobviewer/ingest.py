@@ -57,6 +57,7 @@ from blobviewer.importers import (
     sniff,
 )
 from blobviewer.models import Blob, BlobRef, Item, PrunedSession, Session
+from blobviewer.provenance import link_made_by
 from blobviewer.retention import session_pruned_message
 from blobviewer.search import index_session
 from blobviewer.session_facts import fill_step_durations, update_session_facts
@@ -325,6 +326,8 @@ def ingest_session(
                 ],
                 batch_size=_BATCH,
             )
+            # Which step made each blob (a rebuild's re-created items are linked again).
+            link_made_by(session, [*items, *rederived])
             unsized = [
                 item
                 for item, record in zip(

@@ -142,10 +142,26 @@ class Blob(models.Model):
     missing = models.BooleanField(default=False)
     error = models.CharField(max_length=500, blank=True)  # e.g. the store says it is corrupt
     indexed_at = models.DateTimeField(null=True, blank=True)
+    # Provenance (blobviewer.provenance): the tool result whose output is this blob's
+    # summary (it begins `[blob:<id>]`; never an inspect result), linked when a session
+    # that made it is ingested, and that step's call in one line (`Read src/app.py`),
+    # kept here so that pages and the blob list never look for calls.
+    made_by = models.ForeignKey(
+        Item, null=True, blank=True, on_delete=models.SET_NULL, related_name="made_blobs"
+    )
+    made_by_title = models.CharField(max_length=200, blank=True)
+    # The content's first line (a JSON blob: the start of its compact text), cut short;
+    # read when the blob is indexed, never per request.
+    preview = models.CharField(max_length=300, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        indexes = [models.Index(fields=["kind"])]
+        indexes = [
+            models.Index(fields=["kind"]),
+            # The blob list sorts by these (ties broken by id).
+            models.Index(fields=["created_at", "id"], name="blob_created"),
+            models.Index(fields=["size", "id"], name="blob_size"),
+        ]
 
     def __str__(self) -> str:
         return str(self.id)
@@ -206,6 +222,8 @@ class ShareLink(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     expires_at = models.DateTimeField(default=_default_expiry)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    # What the sharer says about it, shown to whoever opens the link (escaped, as all text).
+    note = models.CharField(max_length=500, blank=True)
 
     objects = ShareLinkQuerySet.as_manager()
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import uuid
 from datetime import timedelta
+from functools import partial
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
@@ -24,6 +25,8 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from blobviewer.blob_display import Page, blob_page, selector_url
 from blobviewer.blob_index import as_missing, blob_for_view, indexed_blob, store_index_note
+from blobviewer.blob_listing import blob_rows, filter_choices
+from blobviewer.blob_listing import sort_headers as blob_sort_headers
 from blobviewer.data_dir import blob_store
 from blobviewer.expensive import Busy, evaluation_slot, stored_size
 from blobviewer.forms import (
@@ -34,6 +37,7 @@ from blobviewer.forms import (
     ShareLinkForm,
 )
 from blobviewer.models import ApiToken, Blob, Item, PrunedBlob, Session, ShareLink
+from blobviewer.provenance import blob_provenance, timeline_url
 from blobviewer.retention import pruned_blob
 from blobviewer.search_results import (
     FIND_PARAM,
@@ -45,6 +49,7 @@ from blobviewer.search_results import (
 )
 from blobviewer.session_sort import headers as sort_headers
 from blobviewer.session_upload import UploadError, received_upload, save_upload
+from blobviewer.sharing import back_to_blob, new_share, share_url
 from blobviewer.timeline import item_blob_refs, item_page_context, page_context
 from core.blob_store import BlobNotFound, BlobStoreError
 from core.content import encode_text
@@ -54,7 +59,6 @@ from core.selectors import SelectorError, escape_surrogates
 SESSIONS_PER_PAGE = 50
 ITEMS_PER_PAGE = 100
 BLOBS_PER_PAGE = 50
-REFERRING_SESSIONS_SHOWN = 50
 
 # A blob opened in place on a session's timeline replaces the slot under its item; its
 # fragment then keeps targeting that slot and leaves the address bar alone.
@@ -287,20 +291,40 @@ def blob_list(request: HttpRequest) -> HttpResponse:
     # Rows are made by ingest, uploads and `manage.py blobs index`, never here: the page
     # only notes (from two stats, no listing) when the store changed since the last index.
     form = BlobFilterForm(request.GET)
-    blobs = form.filter(
-        Blob.objects.annotate(session_count=Count("refs__session", distinct=True)).order_by(
-            "-created_at", "-id"
-        )
-    )
-    page = Paginator(blobs, BLOBS_PER_PAGE).get_page(request.GET.get("page"))
-    kinds = Blob.objects.exclude(kind="").order_by("kind").values_list("kind", flat=True)
+    rows = blob_rows(form)
+    page = Paginator(rows, BLOBS_PER_PAGE).get_page(request.GET.get("page"))
     context = {
         "form": form,
         "page": page,
-        "kinds": kinds.distinct(),
+        **filter_choices(form),
+        "sort_headers": blob_sort_headers(form.sort_key),
         "index_note": store_index_note(blob_store()),
     }
     return _render(request, "blob_list.html", context, fragment="blob_list.html#list")
+
+
+def _add_blob_page_extras(
+    request: HttpRequest,
+    blob: Blob,
+    context: dict[str, Any],
+    *,
+    share_form: ShareLinkForm | None = None,
+) -> None:
+    """What a whole blob page shows around its view: the step that made the blob and the
+    steps that refer to it (blobviewer.provenance), and the share box."""
+    whole_page = not request.htmx or request.htmx.history_restore_request
+    provenance = blob_provenance(blob) if whole_page else None
+    maker = provenance.maker if provenance else None
+    link = new_share(request, blob)
+    context.update(
+        provenance=provenance,
+        # Called by the template when it draws the header: the timeline's layout is read
+        # to find the step's page.
+        maker_url=partial(timeline_url, maker) if maker else "",
+        share_form=share_form or ShareLinkForm(initial={"selector": context["selector"]}),
+        new_share=link,
+        share_url=share_url(request, link) if link else "",
+    )
 
 
 def _blob_pruned(request: HttpRequest, tombstone: PrunedBlob) -> HttpResponse:
@@ -322,11 +346,7 @@ def blob_detail(request: HttpRequest, blob_id: uuid.UUID) -> HttpResponse:
     context["raw_url"] = reverse("blob_raw", args=[blob.id])
     context["unindexed"] = viewed.unindexed
     if not context["in_place"]:
-        # By id: an unindexed blob is an unsaved Blob, which a related filter refuses.
-        context["sessions"] = Session.objects.filter(blob_refs__blob_id=blob.id).distinct()[
-            :REFERRING_SESSIONS_SHOWN
-        ]
-        context["share_form"] = ShareLinkForm(initial={"selector": context["selector"]})
+        _add_blob_page_extras(request, blob, context)
     return _render(
         request, "blob_detail.html", context, fragment="blob_detail.html#view", status=status
     )
@@ -475,40 +495,66 @@ def share_create(request: HttpRequest, blob_id: uuid.UUID) -> HttpResponse:
         selector=form.cleaned_data["selector"],
         created_by=request.user,
         expires_at=timezone.now() + timedelta(days=form.cleaned_data["days"]),
+        note=form.cleaned_data["note"],
     )
-    messages.success(request, "Share link created. Anyone with the link can see this blob.")
-    return redirect(f"{reverse('share_list')}#share-{link.pk}")
+    if request.htmx:
+        # In place: the share box becomes the link with its Copy button.
+        context = {"link": link, "share_url": share_url(request, link)}
+        return render(request, "_share_result.html", context, status=201)
+    return redirect(back_to_blob(link))
 
 
 def _share_refused(request: HttpRequest, blob: Blob, form: ShareLinkForm) -> HttpResponse:
-    """400: the blob's page again with the selector that was to be shared, its error
-    beside the box as the page shows it; any other field's error as a message."""
+    """400: with htmx, the share box again with the errors and what was typed; else the
+    blob's page with the selector that was to be shared (its error beside the selector
+    box, as the page shows it) and the share box holding the other fields' errors."""
+    if request.htmx:
+        context = {"blob": blob, "share_form": form, "selector": form.data.get("selector", "")}
+        return render(request, "_share_box.html", context, status=400)
     context, status = _blob_view_context(
         request,
         blob,
         base_url=reverse("blob_detail", args=[blob.id]),
         selector_text=request.POST.get("selector", ""),
     )
-    for name, errors in form.errors.items():
-        if name != "selector":
-            messages.error(request, f"Could not share: {name}: {' '.join(errors)}")
     context["raw_url"] = reverse("blob_raw", args=[blob.id])
+    _add_blob_page_extras(request, blob, context, share_form=form)
     return render(request, "blob_detail.html", context, status=max(status, 400))
 
 
 @require_GET
 def share_list(request: HttpRequest) -> HttpResponse:
-    links = ShareLink.objects.filter(created_by=request.user).select_related("blob")
+    links = list(ShareLink.objects.filter(created_by=request.user).select_related("blob"))
+    for link in links:
+        _with_share_url(request, link)
     return render(request, "share_list.html", {"links": links, "now": timezone.now()})
 
 
-@require_POST
+def _with_share_url(request: HttpRequest, link: ShareLink) -> ShareLink:
+    """*link* with what its row's Copy field needs: the URL and an id for the field."""
+    link.share_url = share_url(request, link)  # type: ignore[attr-defined]
+    link.copy_id = f"share-url-{link.pk}"  # type: ignore[attr-defined]
+    return link
+
+
+@require_http_methods(["GET", "POST"])
 def share_revoke(request: HttpRequest, token: str) -> HttpResponse:
-    link = get_object_or_404(ShareLink, token=token, created_by=request.user)
+    """GET asks "Revoke this link?" (the page a button leads to without JavaScript); POST
+    revokes. With htmx (the list's button, after its hx-confirm) the answer is the list's
+    row for the link, now revoked."""
+    link = get_object_or_404(
+        ShareLink.objects.select_related("blob"), token=token, created_by=request.user
+    )
+    if request.method == "GET":
+        context = {"link": link, "share_url": share_url(request, link)}
+        return render(request, "share_revoke_confirm.html", context)
     if link.revoked_at is None:
         link.revoked_at = timezone.now()
         link.save(update_fields=["revoked_at"])
-        messages.success(request, "Share link revoked; it no longer opens.")
+        if not request.htmx:
+            messages.success(request, "Share link revoked; it no longer opens.")
+    if request.htmx:
+        return render(request, "share_list.html#row", {"link": _with_share_url(request, link)})
     return redirect("share_list")
 
 
@@ -529,6 +575,9 @@ def share_detail(request: HttpRequest, token: str) -> HttpResponse:
         default_selector=link.selector,
     )
     context.update(link=link, raw_url=reverse("share_raw", args=[link.token]))
+    if not request.htmx or request.htmx.history_restore_request:
+        # The step that made the blob, as text; nothing else of its session.
+        context["provenance"] = blob_provenance(blob, references=0)
     return _render(
         request, "share_detail.html", context, fragment="blob_detail.html#view", status=status
     )

@@ -116,9 +116,9 @@ def test_a_share_link_opens_in_a_fresh_browser_without_login(
     page, new_page, live_server, sample_session
 ):
     page.goto(f"{live_server.url}/blobs/{sample_session.text_blob}/?selector=lines:7-9")
+    page.click("text=Share this view")
     page.click("text=Create share link")
-    expect(page).to_have_url(re.compile(r"/shares/#share-\d+$"))
-    share_url = page.locator("input.share-url").first.input_value()
+    share_url = page.locator("#share-box input.share-url").input_value()
 
     stranger = new_page()
     stranger.goto(share_url)
@@ -130,8 +130,10 @@ def test_a_share_link_opens_in_a_fresh_browser_without_login(
     expect(stranger.locator("#blob-view .caption")).to_contain_text("lines 20-21 of 300")
     assert stranger.url.startswith(share_url.split("?")[0])
 
-    # Revoked, the link stops working.
-    page.click("text=Revoke")
+    # Revoked (on the confirmation page), the link stops working.
+    token = share_url.rstrip("/").rsplit("/", 1)[1]
+    page.goto(f"{live_server.url}/shares/{token}/revoke")
+    page.click("text=Revoke link")
     stranger.goto(share_url)
     expect(stranger.locator("h1")).to_contain_text("no longer works")
 

@@ -34,7 +34,9 @@ def test_it_makes_a_share_link_that_keeps_the_current_selector(logged_in_client,
 
     link = ShareLink.objects.get()
     assert response.status_code == 302
-    assert response["Location"] == f"{reverse('share_list')}#share-{link.pk}"
+    # Back to the blob at the shared view, whose share box shows the new link.
+    blob_url = reverse("blob_detail", args=[sample_session.text_blob])
+    assert response["Location"] == f"{blob_url}?selector=lines%3A5-9&shared={link.pk}#share-box"
     assert link.selector == "lines:5-9"
     assert link.blob_id == sample_session.text_blob
     assert link.created_by.username == "alice"
@@ -181,7 +183,12 @@ def test_nobody_can_revoke_someone_elses_link(client, share, django_user_model):
 
 
 def test_revoking_needs_post(logged_in_client, share):
-    assert logged_in_client.get(reverse("share_revoke", args=[share().token])).status_code == 405
+    link = share()
+
+    # A GET only asks for confirmation (tests/web/test_share_in_place.py).
+    assert logged_in_client.get(reverse("share_revoke", args=[link.token])).status_code == 200
+    link.refresh_from_db()
+    assert link.revoked_at is None
 
 
 def test_a_new_link_expires_after_the_default_seven_days(user, sample_session):
