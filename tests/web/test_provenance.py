@@ -6,12 +6,15 @@ from __future__ import annotations
 import html as html_lib
 import re
 import uuid
+from io import StringIO
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from django.apps import apps
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.management import call_command
 from django.db import connection
 from django.urls import reverse
 
@@ -27,8 +30,10 @@ from blobviewer.provenance import (
     made_blob,
     read_preview,
 )
+from core.blob_store import FsBlobStore
 from core.inspect_tool import inspect_blob
 from core.promotion import admit_sync, promote
+from web.records import record_sample_session
 from web.timeline_records import assistant, call, result, user
 
 pytestmark = pytest.mark.django_db
@@ -123,6 +128,34 @@ def test_the_maker_is_stored_on_the_blob_when_the_session_is_ingested(data_dir):
 
     assert blob.made_by == Item.objects.get(session=session, seq=3)
     assert blob.made_by_title == "Read src/app.py"
+
+
+def test_blobs_sent_after_their_log_keep_their_maker_and_get_a_preview(
+    client, api_token, tmp_path, data_dir
+):
+    agent = record_sample_session(FsBlobStore(tmp_path / "blobs"), tmp_path / "sessions")
+    auth = {"Authorization": f"Bearer {api_token[1]}"}
+    log = agent.path.read_bytes()
+    client.post("/api/sessions", data=log, content_type="application/x-ndjson", headers=auth)
+    missing = Blob.objects.get(id=agent.text_blob)
+    assert missing.missing and missing.made_by.seq == 3 and missing.preview == ""
+
+    files = [SimpleUploadedFile(p.name, p.read_bytes()) for p in (tmp_path / "blobs").iterdir()]
+    data = {"log": SimpleUploadedFile("session.jsonl", log), "blob": files}
+    client.post("/api/sessions", data=data, headers=auth)
+
+    blob = Blob.objects.get(id=agent.text_blob)
+    assert not blob.missing and blob.made_by.seq == 3 and blob.made_by_title == "run_build"
+    assert blob.preview == "step 1: compiling module_1.py ... ok"
+
+
+def test_blobs_index_stores_the_preview_of_blobs_written_straight_into_the_store(store):
+    blob_id, _ = stored(APP_SOURCE)
+
+    call_command("blobs", "index", stdout=StringIO())
+
+    blob = Blob.objects.get(id=blob_id)
+    assert blob.preview == "line 1: def handler_1(request): return 1" and blob.made_by is None
 
 
 def test_a_shell_step_is_titled_by_its_command(logged_in_client, data_dir):
