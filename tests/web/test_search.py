@@ -3,15 +3,18 @@ answered by the index on both databases, with a snippet and links for every hit.
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
 import uuid
 from html import unescape
 from pathlib import Path
+from types import SimpleNamespace
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import connection
 from django.urls import reverse
 
 from blobviewer.data_dir import blob_store
@@ -463,3 +466,33 @@ def test_structured_content_is_searched_as_its_page_shows_it(store):
     found = Session.objects.filter(session_filter(parse_query('"status": "failed"')))
 
     assert list(found.values_list("id", flat=True)) == [session_id]
+
+
+def test_the_migration_indexes_what_was_recorded_before_it(logged_in_client, store):
+    from django.apps import apps
+
+    migration = importlib.import_module("blobviewer.migrations.0006_search_index")
+    record(
+        "Recorded earlier",
+        user_item(1, "an old hedgehog"),
+        tool_result_item(2, big_output(f"Traceback: {NEEDLE}"), tool="run_build"),
+    )
+    SearchChunk.objects.all().delete()
+    SearchedBlob.objects.all().delete()
+    assert titles_in(search(logged_in_client, "flux_capacitor")) == []
+
+    migration.index_what_is_recorded(apps, SimpleNamespace(connection=connection))
+
+    assert titles_in(search(logged_in_client, "flux_capacitor")) == ["Recorded earlier"]
+    assert titles_in(search(logged_in_client, "hedgehog")) == ["Recorded earlier"]
+    assert titles_in(search(logged_in_client, "ea")) == ["Recorded earlier"]  # the title
+
+
+def test_a_deleted_session_is_found_no_more(logged_in_client):
+    session_id = record("Short-lived", user_item(1, "ephemeral mayfly"))
+    assert titles_in(search(logged_in_client, "mayfly")) == ["Short-lived"]
+
+    Session.objects.filter(id=session_id).delete()
+
+    assert titles_in(search(logged_in_client, "mayfly")) == []
+    assert not SearchChunk.objects.filter(session_id=session_id).exists()
