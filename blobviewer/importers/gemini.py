@@ -9,9 +9,9 @@ forms:
   and `{"$rewindTo": "<message id>"}` marks where the user rewound the conversation.
 
 Messages are `user`, `gemini`, `info`, `error` (and `warning`). A `gemini` message yields
-an assistant item for its thoughts and text (when it has either, or has no tool calls at
-all), then for each of its `toolCalls[]` an assistant item with that call and, once the
-call has finished, its result: the text of `result[].functionResponse.response.output`
+an assistant item for its thoughts and text (empty when it has neither), then for each of
+its `toolCalls[]` an assistant item with that call and, once the call has finished, its
+result: the text of `result[].functionResponse.response.output`
 (or `.error`), an error when the call's `status` is `error`. `resultDisplay` is the UI's
 short text, not the output, and is never stored. `info`, `error` and `warning` messages
 are user items with that role; a rewind is a user item with role `rewind`.
@@ -24,7 +24,7 @@ only its tokens are taken from the latest copy. Items keep the order in which th
 messages first appeared, calls the order in which they were added.
 
 Tokens (`tokens.input`: the prompt, cached part included, i.e. the context read;
-`output` + `thoughts`: what the turn wrote) go on the first item of their message. A
+`output` + `thoughts`: what the turn wrote) go on the message's own item. A
 message's time is its `timestamp`; a call is recorded once, when it finished, so its
 `timestamp` goes on its result and the call's own item has no time (a step duration from
 one time to itself would claim the call took no time at all).
@@ -250,11 +250,12 @@ def _items(builder: RecordBuilder, message: _Message) -> None:
         builder.from_source(first)
         builder.user(text, at=at, role=None if kind == "user" else kind)
         return
-    start = len(builder.records)
+    # Always an item of the message's own, even with no text: it holds the turn's time and
+    # tokens, and an item that came and went with the message's calls would not be append-only.
     thoughts = _thoughts(first.get("thoughts"))
-    if thoughts or text or not message.calls:
-        builder.from_source({k: v for k, v in first.items() if k not in ("toolCalls", "tokens")})
-        builder.assistant("\n".join([*thoughts, text] if text else thoughts), [], at=at)
+    builder.from_source({k: v for k, v in first.items() if k not in ("toolCalls", "tokens")})
+    builder.assistant("\n".join([*thoughts, text] if text else thoughts), [], at=at)
+    builder.records[-1].update(_tokens(message.tokens))
     for call_id, entry in message.calls.items():
         name = entry.call.get("name") if isinstance(entry.call.get("name"), str) else ""
         arguments = entry.call.get("args", {})
@@ -275,8 +276,6 @@ def _items(builder: RecordBuilder, message: _Message) -> None:
                 is_error=call.get("status") == "error",
                 at=iso_time(call.get("timestamp")),
             )
-    if len(builder.records) > start:
-        builder.records[start].update(_tokens(message.tokens))
 
 
 def _tokens(tokens: Any) -> dict[str, int]:

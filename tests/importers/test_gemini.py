@@ -162,9 +162,12 @@ def test_the_ui_text_of_a_result_is_never_stored(fixtures_dir) -> None:
 def test_each_message_keeps_its_time_tokens_and_thoughts(fixtures_dir) -> None:
     recording = load_recording(SESSION)
     messages = raw_session()["messages"]
-    firsts = [r for r in recording.records if r["type"] == "user" or r.get("text")]
-    # Every message yields its own first item: user text, or the thoughts and text.
+    # Every message yields an item of its own (a call's item has a call and no text).
+    firsts = [
+        r for r in recording.records if r["type"] != "tool_result" and not r.get("tool_calls")
+    ]
     assert len(firsts) == len(messages) == 14
+    assert all(r["type"] == "user" or r["text"] for r in firsts)  # every turn says something
     for record, message in zip(firsts, messages, strict=True):
         assert record["at"][:23] == message["timestamp"][:23]
         tokens = message.get("tokens")
@@ -274,6 +277,21 @@ def test_a_message_appended_again_as_it_changes_gives_its_items_once(tmp_path: P
     assert [r["output"] for r in results(records)] == ["first output", "two"]  # not the mask
     assert records[1]["context_tokens"] == 1200 and records[1]["output_tokens"] == 42
     assert [c["id"] for c in calls(records)] == ["c1", "c2"]
+
+
+def test_a_message_that_gains_calls_later_keeps_the_items_it_had(tmp_path: Path) -> None:
+    def digests(*messages: dict[str, Any]) -> list[str]:
+        path = write_json(tmp_path / "s.json", {**METADATA, "messages": list(messages)})
+        return [r["source_digest"] for r in load_recording(path).records]
+
+    question = user("u1", "go")
+    empty = digests(question, gemini("g1", ""))
+    with_call = digests(question, gemini("g1", "", tool_call("c1", "one"), tokens=TOKENS))
+    with_two = digests(question, gemini("g1", "", tool_call("c1", "one"), tool_call("c2", "2")))
+
+    assert len(empty) == 2 and with_call[:2] == empty
+    assert len(with_call) == 4 and with_two[:4] == with_call
+    assert len(with_two) == 6
 
 
 def test_metadata_updates_and_rewinds_are_read(tmp_path: Path) -> None:
