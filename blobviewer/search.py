@@ -69,6 +69,8 @@ def blob_bytes_limit() -> int:
 
 def storable(text: str) -> str:
     """*text* as the databases can hold it: NUL as U+2400, lone surrogates as U+FFFD."""
+    if text.isascii():  # much faster than the regex over a long text
+        return text.replace("\x00", "\u2400") if "\x00" in text else text
     if not _UNSTORABLE.search(text):
         return text
     return _UNSTORABLE.sub(lambda m: "\u2400" if m.group() == "\x00" else "\ufffd", text)
