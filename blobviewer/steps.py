@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import math
 import uuid
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import timedelta
+from operator import attrgetter
 
 TOOL_RESULT = "tool_result"
 ASSISTANT = "assistant"
@@ -32,7 +33,7 @@ SIZE_CLASSES = (800, 10_000, 100_000, 1_000_000)
 TOOL_CHARS = 200  # a tool filter longer than this is cut (no tool has such a name)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class CallRow:
     """One tool call of an assistant item: its position, id, tool name, and for `inspect`
     calls the blob id its arguments name."""
@@ -43,12 +44,13 @@ class CallRow:
     inspect_blob: uuid.UUID | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ItemRow:
     """What the layout needs to know of an item: never its text or output, only sizes.
 
     *text_chars* is the length in characters of a message's text (0 for tool results,
-    whose size is *output_bytes*).
+    whose size is *output_bytes*). Not frozen, only because frozen dataclasses are slow to
+    make, and a long session makes tens of thousands of these per request.
     """
 
     seq: int
@@ -64,7 +66,6 @@ class ItemRow:
     role: str = ""
     sidechain: bool = False
     has_blobs: bool = False
-    duration: timedelta | None = None
     input_tokens: int | None = None
     output_tokens: int | None = None
     context_tokens: int | None = None
@@ -176,10 +177,7 @@ class Unit:
 
 def size_class(received_bytes: int) -> int:
     """0 (stays inline) to len(SIZE_CLASSES) (over a megabyte), by bytes received."""
-    return next(
-        (n for n, limit in enumerate(SIZE_CLASSES) if received_bytes <= limit),
-        len(SIZE_CLASSES),
-    )
+    return bisect_left(SIZE_CLASSES, received_bytes)
 
 
 def build_units(rows: Iterable[ItemRow]) -> list[Unit]:
@@ -189,7 +187,7 @@ def build_units(rows: Iterable[ItemRow]) -> list[Unit]:
     open_calls: dict[str, list[Step]] = {}  # call id -> its steps still without a result
     turn: Unit | None = None
     previous: ItemRow | None = None
-    for row in sorted(rows, key=lambda r: r.seq):
+    for row in sorted(rows, key=attrgetter("seq")):
         if row.type == ASSISTANT:
             continues = (
                 turn is not None

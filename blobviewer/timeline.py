@@ -15,7 +15,9 @@ too, so the whole page stays under the 200 KB the SPEC allows.
 
 from __future__ import annotations
 
+import threading
 import uuid
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property, partial
@@ -25,15 +27,15 @@ from django.db import connections
 from django.db.models import (
     BigIntegerField,
     Case,
+    Count,
     Func,
-    IntegerField,
+    Max,
     Prefetch,
     QuerySet,
     TextField,
-    Value,
     When,
 )
-from django.db.models.functions import Length, Substr
+from django.db.models.functions import Substr
 from django.http import QueryDict
 from django.urls import reverse
 from django.utils.html import escape
@@ -82,7 +84,7 @@ ARGS_BYTES = 600  # a step's arguments as the timeline shows them, escaped
 NOTE_CHARS = 200  # an importer's note on a result (the template cuts it to this)
 NAME_CHARS = 80  # tool names, call ids and roles are cut to this on the timeline
 OUTLINE_MARKS = 400
-OUTLINE_BYTES = 30_000  # the outline's marks; fewer marks (each for a run of steps) past it
+OUTLINE_BYTES = 36_000  # the outline's marks; fewer marks (each for a run of steps) past it
 BIGGEST_SHOWN = 20
 TITLE_CHARS = 100  # a step's one-line title in the "biggest outputs" list
 PATH_CHARS = 36  # ...whose paths keep their last components
@@ -143,9 +145,8 @@ def timeline_items(session: Session) -> QuerySet[Item]:
 
 
 def item_blob_refs() -> Prefetch:
-    """Items' blob references with their blobs, for the links (and whether each is missing);
-    without the blobs' line indexes, which only a blob's own page reads."""
-    refs = BlobRef.objects.select_related("blob").defer("blob__line_index")
+    """Items' blob references with their blobs, for the links (and whether each is missing)."""
+    refs = BlobRef.objects.select_related("blob")
     return Prefetch("blob_refs", queryset=refs)
 
 
@@ -196,56 +197,33 @@ def load_skeleton(session: Session) -> Skeleton:
     ):
         blobs_of.setdefault(item_pk, []).append(blob_id)
     calls = _calls_of(session)
-    columns = (
-        "pk",
-        "seq",
-        "type",
-        "call_id",
-        "tool",
-        "is_error",
-        "received_bytes",
-        "output_bytes",
-        "text_chars",
-        "note_chars",
-        "role",
-        "sidechain",
-        "duration",
-        "input_tokens",
-        "output_tokens",
-        "context_tokens",
-    )
-    values = (
-        session.items.order_by("seq")
-        .annotate(
-            text_chars=Case(
-                When(type=Item.Type.TOOL_RESULT, then=Value(0)),
-                default=Length("text"),
-                output_field=IntegerField(),
-            ),
-            note_chars=Length("note"),
-        )
-        .values_list(*columns)
-    )
+    connection = connections[Item.objects.db]
+    # Plain SQL that both databases read alike: a long session has tens of thousands of
+    # rows, and the ORM's per-value converters would cost more than the query.
+    sql = _ITEMS_SQL.format(table=connection.ops.quote_name(Item._meta.db_table))
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [_session_value(session, connection)])
+        values = cursor.fetchall()
+    no_calls: tuple[CallRow, ...] = ()
     rows = [
         ItemRow(
-            pk=pk,
-            seq=seq,
-            type=kind,
-            call_id=call_id,
-            tool=tool,
-            is_error=is_error,
-            received_bytes=received,
-            output_bytes=output,
-            text_chars=chars or 0,
-            note_chars=note_chars or 0,
-            role=role,
-            sidechain=sidechain,
-            has_blobs=pk in blobs_of,
-            duration=duration,
-            input_tokens=input_tokens,
-            output_tokens=output_tokens,
-            context_tokens=context_tokens,
-            calls=tuple(calls.get(pk, ())),
+            seq,
+            kind,
+            pk,
+            call_id,
+            tool,
+            bool(is_error),
+            received,
+            output,
+            chars or 0,
+            note_chars or 0,
+            role,
+            bool(sidechain),
+            pk in blobs_of,
+            input_tokens,
+            output_tokens,
+            context_tokens,
+            calls.get(pk, no_calls),
         )
         for (
             pk,
@@ -260,13 +238,24 @@ def load_skeleton(session: Session) -> Skeleton:
             note_chars,
             role,
             sidechain,
-            duration,
             input_tokens,
             output_tokens,
             context_tokens,
         ) in values
     ]
     return Skeleton(rows, blobs_of)
+
+
+_ITEMS_SQL = """
+    SELECT id, seq, type, call_id, tool, is_error, received_bytes, output_bytes,
+           CASE WHEN type = 'tool_result' THEN 0 ELSE LENGTH(text) END, LENGTH(note),
+           role, sidechain, input_tokens, output_tokens, context_tokens
+    FROM {table} WHERE session_id = %s ORDER BY seq
+"""
+
+
+def _session_value(session: Session, connection: Any) -> Any:
+    return Item._meta.get_field("session").get_db_prep_value(session.pk, connection)
 
 
 _CALLS_SQL = {
@@ -295,7 +284,7 @@ _CALLS_SQL = {
 }
 
 
-def _calls_of(session: Session) -> dict[int, list[CallRow]]:
+def _calls_of(session: Session) -> dict[int, tuple[CallRow, ...]]:
     """Each assistant item's calls (by item pk), in the order the model made them."""
     connection = connections[Item.objects.db]
     sql = _CALLS_SQL.get(connection.vendor)
@@ -308,7 +297,7 @@ def _calls_of(session: Session) -> dict[int, list[CallRow]]:
             if isinstance(call, dict)
         ]
     else:
-        session_value = Item._meta.get_field("session").get_db_prep_value(session.pk, connection)
+        session_value = _session_value(session, connection)
         with connection.cursor() as cursor:
             cursor.execute(
                 sql.format(table=connection.ops.quote_name(Item._meta.db_table)), [session_value]
@@ -324,7 +313,7 @@ def _calls_of(session: Session) -> dict[int, list[CallRow]]:
                 inspect_blob=_inspected_blob(inspect_arguments) if name == "inspect" else None,
             )
         )
-    return calls
+    return {pk: tuple(rows) for pk, rows in calls.items()}
 
 
 def _inspected_blob(arguments: Any) -> uuid.UUID | None:
@@ -366,6 +355,7 @@ class _Costs:
         self.link = link  # the longest link to a step this timeline writes
         self.readers = readers
         self.blobs_of = blobs_of
+        self._names: dict[str, int] = {}  # tool name -> its cost, once per name
 
     def head(self, unit: Unit) -> int:
         if unit.kind == "message":
@@ -379,17 +369,20 @@ class _Costs:
         )
 
     def step(self, step: Step) -> int:
-        cost = STEP_MARKUP + ARGS_BYTES + 2 * html_size(step.tool[:NAME_CHARS])
-        if step.result is not None:
-            cost += _text_cost(step.result.output_bytes)
-            if step.result.note_chars:  # shown cut to NOTE_CHARS characters
-                cost += 100 + 6 * min(step.result.note_chars, NOTE_CHARS)
+        tool = step.tool
+        name = self._names.get(tool)
+        if name is None:
+            name = self._names[tool] = 2 * html_size(tool[:NAME_CHARS])
+        cost = STEP_MARKUP + ARGS_BYTES + name
+        result = step.result
+        if result is not None:
+            cost += _text_cost(result.output_bytes)
+            if result.note_chars:  # shown cut to NOTE_CHARS characters
+                cost += 100 + 6 * min(result.note_chars, NOTE_CHARS)
         if step.call is not None and step.call.inspect_blob is not None:
             cost += self.link + 2 * READER_URL_BYTES  # "reads the output of", the reader
-        elif step.result is not None:
-            readers = sum(
-                len(self.readers.get(b, ())) for b in self.blobs_of.get(step.result.pk, ())
-            )
+        elif result is not None and result.has_blobs:
+            readers = sum(len(self.readers.get(b, ())) for b in self.blobs_of.get(result.pk, ()))
             cost += self.link * min(readers, READERS_SHOWN)
         return cost
 
@@ -462,41 +455,35 @@ class Timeline:
         self.session = session
         self.filter = step_filter
         self.url = reverse("session_detail", args=[session.id])
+        self._page_urls: dict[tuple[int, bool], str] = {}
         self.query = _filter_query(step_filter)
         biggest = (query or {}).get("outline") == "biggest"
         if biggest:
             self.query["outline"] = "biggest"
-        self.skeleton = skeleton or load_skeleton(session)
-        self.units = build_units(self.skeleton.rows)
-        self.steps = all_steps(self.units)
-        self.shown_units = step_filter.apply(self.units)
-        self.layout = self._costs(step_filter).layout(self.shown_units)
+        parsed = _Parsed(skeleton, self.url) if skeleton else _parsed(session, self.url)
+        self._parsed = parsed
+        self.skeleton = parsed.skeleton
+        self.units = parsed.units
+        self.steps = parsed.steps
+        self._inspections = parsed.inspections
+        self.shown_units, self.layout, self.shown_steps = parsed.shown(step_filter)
 
-    @cached_property
+    @property
     def full_layout(self) -> Layout:
         """The unfiltered timeline's pages (where links to steps a filter hides go)."""
-        if not self.filter.active:
-            return self.layout
-        return self._costs(StepFilter()).layout(self.units)
-
-    def _costs(self, step_filter: StepFilter) -> _Costs:
-        # The longest link to a step: a page number of six digits, the outline switch on
-        # (so switching it never moves a step to another page), the longest anchor.
-        query = _filter_query(step_filter)
-        query.update({"outline": "biggest", "page": "999999"})
-        link = len(escape(f"{self.url}?{query.urlencode()}#call-9999999999-9999")) + 30
-        return _Costs(link, self._inspections.readers, self.skeleton.blobs_of)
-
-    @cached_property
-    def shown_steps(self) -> list[Step]:
-        return all_steps(self.shown_units)
+        return self._parsed.shown(StepFilter())[1]
 
     def page_url(self, number: int, *, filtered: bool = True) -> str:
-        query = self.query.copy() if filtered else QueryDict(mutable=True)
-        if number > 1:
-            query["page"] = str(number)
-        encoded = query.urlencode()
-        return f"{self.url}?{encoded}" if encoded else self.url
+        """The URL of page *number* under this timeline's filter (or none)."""
+        key = (number, filtered)
+        url = self._page_urls.get(key)
+        if url is None:
+            query = self.query.copy() if filtered else QueryDict(mutable=True)
+            if number > 1:
+                query["page"] = str(number)
+            encoded = query.urlencode()
+            url = self._page_urls[key] = f"{self.url}?{encoded}" if encoded else self.url
+        return url
 
     def href(self, step: Step, *, current: int | None = None) -> str:
         """A link to *step*: `#anchor` on the current page; else its page under this
@@ -519,16 +506,14 @@ class Timeline:
             return f"{self.page_url(1, filtered=False)}#item-{seq}"
         return f"{self.page_url(page, filtered=False)}#item-{seq}"
 
-    @cached_property
+    @property
     def tools(self) -> list[tuple[str, int]]:
-        """The tools this session called, most used first, with their step counts."""
-        counts: dict[str, int] = {}
-        for step in self.steps:
-            if step.tool:
-                counts[step.tool] = counts.get(step.tool, 0) + 1
-        ranked = sorted(counts.items(), key=lambda pair: (-pair[1], pair[0]))
-        if self.filter.tool:  # the chosen tool stays listed, first
-            chosen = (self.filter.tool, counts.pop(self.filter.tool, 0))
+        """The tools this session called, most used first (the chosen one first of all),
+        with their step counts; as many as fit TOOLS_BYTES."""
+        ranked = self._parsed.tool_counts
+        if self.filter.tool:
+            counts = dict(ranked)
+            chosen = (self.filter.tool, counts.get(self.filter.tool, 0))
             ranked = [chosen, *(pair for pair in ranked if pair[0] != self.filter.tool)]
         listed, spent = [], 0
         for name, count in ranked:
@@ -540,27 +525,27 @@ class Timeline:
             listed.append((name, count))
         return listed
 
-    @cached_property
+    @property
     def counts(self) -> dict[str, int]:
-        steps = self.steps
-        return {
-            "steps": len(steps),
-            "errors": sum(1 for s in steps if s.is_error),
-            "with_blobs": sum(1 for s in steps if s.has_blobs),
-            "promoted": sum(1 for s in steps if s.promoted),
-            "unanswered": sum(1 for s in steps if s.result is None),
-            "shown": len(self.shown_steps),
-            "turns": sum(1 for u in self.units if u.kind == "turn" and u.items),
-        }
+        return {**self._parsed.counts, "shown": len(self.shown_steps)}
 
-    def chart(self, current: int) -> TokenChart | None:
-        """The chart of context tokens per turn, its marks linked from page *current*."""
-        return token_chart(
-            self.units,
-            href=lambda step: self.href(step, current=current),
-            label=_label,
-            marks_bytes=CHART_MARKS_BYTES,
-        )
+    def chart(self, current: int) -> dict[str, Any] | None:
+        """The chart of context tokens per turn, and its marks with their links from page
+        *current*; None when no turn recorded its tokens."""
+        chart = self._parsed.chart
+        if chart is None:
+            return None
+        # The chart is of the whole session: its marks go to the unfiltered pages (but for
+        # a step on the page on screen), so their links are as long as the chart allows.
+        marks = []
+        for mark in chart.marks:
+            anchor = mark.step.anchor
+            if self.layout.page_of_anchor.get(anchor) == current:
+                marks.append((mark, f"#{anchor}"))
+            else:
+                page = self.full_layout.page_of_anchor.get(anchor, 1)
+                marks.append((mark, f"{self.page_url(page, filtered=False)}#{anchor}"))
+        return {"chart": chart, "marks": marks}
 
     def outline(self, current: int, *, biggest: bool) -> dict[str, Any]:
         steps = self.shown_steps
@@ -571,24 +556,18 @@ class Timeline:
                 (step, self.href(step, current=current), titles[step.anchor]) for step in ranked
             ]
             return {"biggest": rows, "marks": [], "per_mark": 1}
-        limit = OUTLINE_MARKS
-        while True:
-            marks = outline_marks(steps, limit=limit)
-            shown = [
-                (
-                    mark,
-                    self.href(mark.step, current=current),
-                    _mark_label(mark),
-                    self.layout.page_of_anchor.get(mark.anchor) == current,
-                )
-                for mark in marks
-            ]
-            size = sum(60 + len(escape(href)) + html_size(label) for _, href, label, _ in shown)
-            if size <= OUTLINE_BYTES or limit <= 10:
-                break
-            limit = max(10, limit * OUTLINE_BYTES // size - 1)  # fewer marks, a run each
-        per_mark = marks[0].count if marks else 1
-        return {"biggest": [], "marks": shown, "per_mark": per_mark}
+        marks = self._parsed.marks(self.filter, self.layout)
+        page_of = self.layout.page_of_anchor
+        shown = [
+            (
+                mark,
+                self.href(mark.step, current=current),
+                label,
+                page_of.get(mark.anchor) == current,
+            )
+            for mark, label in marks
+        ]
+        return {"biggest": [], "marks": shown, "per_mark": marks[0][0].count if marks else 1}
 
     def page(self, number: int) -> list[ShownUnit]:
         """The units of page *number* (1-based, within range), with their items loaded."""
@@ -632,20 +611,8 @@ class Timeline:
             )
         return shown
 
-    @cached_property
-    def _inspections(self) -> _Inspections:
-        producer: dict[uuid.UUID, Step] = {}
-        readers: dict[uuid.UUID, list[Step]] = {}
-        for step in self.steps:
-            if step.call is not None and step.call.inspect_blob is not None:
-                readers.setdefault(step.call.inspect_blob, []).append(step)
-            elif step.result is not None and step.tool != "inspect":
-                for blob_id in self.skeleton.blobs_of.get(step.result.pk, ()):
-                    producer.setdefault(blob_id, step)
-        return _Inspections(producer, readers)
-
     def step_of_result(self, seq: int) -> Step | None:
-        return next((s for s in self.steps if s.result is not None and s.result.seq == seq), None)
+        return self._parsed.by_result.get(seq)
 
     def shown_step(
         self,
@@ -707,6 +674,135 @@ class Timeline:
 class _Inspections:
     producer: dict[uuid.UUID, Step]  # blob -> the step whose output it holds
     readers: dict[uuid.UUID, list[Step]]  # blob -> the inspect calls that read it
+
+
+def _inspections(steps: list[Step], blobs_of: Mapping[int, list[uuid.UUID]]) -> _Inspections:
+    producer: dict[uuid.UUID, Step] = {}
+    readers: dict[uuid.UUID, list[Step]] = {}
+    for step in steps:
+        if step.call is not None and step.call.inspect_blob is not None:
+            readers.setdefault(step.call.inspect_blob, []).append(step)
+        elif step.result is not None and step.result.has_blobs and step.tool != "inspect":
+            for blob_id in blobs_of.get(step.result.pk, ()):
+                producer.setdefault(blob_id, step)
+    return _Inspections(producer, readers)
+
+
+class _Parsed:
+    """A session's skeleton grouped into units and steps, and the layouts of the filters
+    asked for so far. Shared by the requests that view the same state of a session (see
+    _parsed), and read-only once made, but for the layouts it adds under its lock."""
+
+    def __init__(self, skeleton: Skeleton, url: str) -> None:
+        self.skeleton = skeleton
+        self.url = url
+        self.units = build_units(skeleton.rows)
+        self.steps = all_steps(self.units)
+        self.by_result = {s.result.seq: s for s in self.steps if s.result is not None}
+        self.inspections = _inspections(self.steps, skeleton.blobs_of)
+        self._shown: dict[StepFilter, tuple[list[Unit], Layout, list[Step]]] = {}
+        self._marks: dict[StepFilter, list[tuple[Mark, str]]] = {}
+        self._lock = threading.Lock()
+
+    @cached_property
+    def counts(self) -> dict[str, int]:
+        steps = self.steps
+        return {
+            "steps": len(steps),
+            "errors": sum(1 for s in steps if s.is_error),
+            "with_blobs": sum(1 for s in steps if s.has_blobs),
+            "promoted": sum(1 for s in steps if s.promoted),
+            "unanswered": sum(1 for s in steps if s.result is None),
+            "turns": sum(1 for u in self.units if u.kind == "turn" and u.items),
+        }
+
+    @cached_property
+    def tool_counts(self) -> list[tuple[str, int]]:
+        counts: dict[str, int] = {}
+        for step in self.steps:
+            if step.tool:
+                counts[step.tool] = counts.get(step.tool, 0) + 1
+        return sorted(counts.items(), key=lambda pair: (-pair[1], pair[0]))
+
+    @cached_property
+    def chart(self) -> TokenChart | None:
+        link = self._costs(StepFilter()).link  # marks link to the unfiltered pages
+        return token_chart(self.units, label=_label, marks_bytes=CHART_MARKS_BYTES, link=link)
+
+    def marks(self, step_filter: StepFilter, layout: Layout) -> list[tuple[Mark, str]]:
+        """The outline's marks under the filter with their labels: one per step, or fewer
+        (each for a run of steps) so that they fit OUTLINE_BYTES with the longest links."""
+        with self._lock:
+            found = self._marks.get(step_filter)
+        if found is not None:
+            return found
+        steps = self.shown(step_filter)[2]
+        link = self._costs(step_filter).link
+        limit = OUTLINE_MARKS
+        while True:
+            labelled = [(mark, _mark_label(mark)) for mark in outline_marks(steps, limit=limit)]
+            # `<a class="m s1 e here" href="…" title="…"></a>`: 45 bytes and the two values.
+            size = sum(45 + link + html_size(label) for _, label in labelled)
+            if size <= OUTLINE_BYTES or limit <= 10:
+                break
+            limit = max(10, limit * OUTLINE_BYTES // size - 1)  # fewer marks, a run each
+        with self._lock:
+            self._marks[step_filter] = labelled
+        return labelled
+
+    def shown(self, step_filter: StepFilter) -> tuple[list[Unit], Layout, list[Step]]:
+        """The units, pages and steps the filter shows."""
+        with self._lock:
+            found = self._shown.get(step_filter)
+        if found is None:
+            units = step_filter.apply(self.units)
+            found = (units, self._costs(step_filter).layout(units), all_steps(units))
+            with self._lock:
+                self._shown[step_filter] = found
+        return found
+
+    def _costs(self, step_filter: StepFilter) -> _Costs:
+        # The longest link to a step: a page number of six digits, the outline switch on
+        # (so switching it never moves a step to another page), the longest anchor.
+        query = _filter_query(step_filter)
+        query.update({"outline": "biggest", "page": "999999"})
+        link = len(escape(f"{self.url}?{query.urlencode()}#call-9999999999-9999")) + 30
+        return _Costs(link, self.inspections.readers, self.skeleton.blobs_of)
+
+
+# The last few sessions' parsed skeletons, in this process: paging through a long session
+# then reads its items' small columns once, not on every page. An entry is used only while
+# the session is as it was: ingest, a rebuild and late blobs all save the session (which
+# moves `updated_at`, and its counts and totals change with them), and the count and last
+# id of its items (one query on an index) tell added or removed items apart.
+_PARSED: OrderedDict[tuple[Any, ...], _Parsed] = OrderedDict()
+_PARSED_KEPT = 4
+_PARSED_LOCK = threading.Lock()
+
+
+def _parsed(session: Session, url: str) -> _Parsed:
+    items = session.items.aggregate(count=Count("pk"), last=Max("pk"))
+    key = (
+        session.pk,
+        session.updated_at,
+        session.item_count,
+        session.blob_count,
+        session.output_bytes_received,
+        session.importer_version,
+        items["count"],
+        items["last"],
+    )
+    with _PARSED_LOCK:
+        found = _PARSED.get(key)
+        if found is not None:
+            _PARSED.move_to_end(key)
+            return found
+    parsed = _Parsed(load_skeleton(session), url)
+    with _PARSED_LOCK:
+        _PARSED[key] = parsed
+        while len(_PARSED) > _PARSED_KEPT:
+            _PARSED.popitem(last=False)
+    return parsed
 
 
 def _filter_query(step_filter: StepFilter) -> QueryDict:

@@ -30,9 +30,11 @@ _MARK_STEP = 7
 
 @dataclass(frozen=True, slots=True)
 class ChartMark:
+    """A promoted output's mark at (*x*, *y*); the page links it to *step*."""
+
     x: float
     y: float
-    href: str
+    step: Step
     title: str
 
 
@@ -65,13 +67,13 @@ class TokenChart:
 def token_chart(
     units: list[Unit],
     *,
-    href: Callable[[Step], str],
     label: Callable[[Step], str],
     marks_bytes: int = 16_000,
+    link: int = 200,
 ) -> TokenChart | None:
     """The chart of the main conversation's turns (a sub-agent has a context of its own);
-    None when no turn recorded its tokens. *href* links a mark to its step; *label* names
-    the step in the mark's title."""
+    None when no turn recorded its tokens. *label* names a step in its mark's title; the
+    marks, each with a link of up to *link* bytes, take at most about *marks_bytes*."""
     turns = [unit for unit in units if unit.kind == "turn" and unit.items and not unit.sidechain]
     tokens = [turn.context_tokens for turn in turns]
     recorded = [t for t in tokens if t is not None]
@@ -117,8 +119,8 @@ def token_chart(
         else per_point
     )
     while True:
-        marks = _marks(promoted, per_mark, per_point, x_of, baseline, href, label)
-        size = sum(80 + len(escape(m.href)) + len(escape(m.title).encode()) for m in marks)
+        marks = _marks(promoted, per_mark, per_point, x_of, baseline, label)
+        size = sum(80 + link + len(escape(m.title).encode()) for m in marks)
         if size <= marks_bytes or per_mark >= len(turns):
             break
         per_mark *= 2  # fewer marks, each for the outputs of more turns
@@ -149,7 +151,6 @@ def _marks(
     per_point: int,
     x_of: Callable[[int], float],
     baseline: float,
-    href: Callable[[Step], str],
     label: Callable[[Step], str],
 ) -> list[ChartMark]:
     """Marks under the turns of the promoted outputs: one per output, stacked upwards to
@@ -168,7 +169,7 @@ def _marks(
                 if len(rest) == 1
                 else f"{label(step)} and {len(rest) - 1} more: {kept_out:,} bytes kept out"
             )
-            marks.append(ChartMark(x, baseline + 8 + _MARK_STEP * stack, href(step), title))
+            marks.append(ChartMark(x, baseline + 8 + _MARK_STEP * stack, step, title))
     return marks
 
 

@@ -648,13 +648,29 @@ def test_a_page_of_a_10000_item_session_takes_a_fixed_number_of_queries(
     )
     url = reverse("session_detail", args=[session.id])
 
-    for query in ({}, {"page": 50}, {"errors": "1", "page": 2}):
-        # Login session and user, the session; the skeleton (items, calls, blob refs);
-        # the page's items and their blob refs.
-        with django_assert_max_num_queries(8):
+    for query, queries in (({}, 9), ({"page": 50}, 6), ({"errors": "1", "page": 2}, 6)):
+        # Login session and user, the session, its items' count and last id; the first
+        # time, the skeleton (items, calls, blob refs), kept for the next pages while the
+        # session stays as it is; the page's items and their blob refs.
+        with django_assert_max_num_queries(queries):
             html = logged_in_client.get(url, query).content.decode()
         assert len(ids(html, "step-")) > 10
         assert len(html.encode()) < PAGE_LIMIT
+
+
+def test_a_session_that_grew_shows_its_new_steps_at_once(logged_in_client, data_dir):
+    session = record([assistant(1, call("a", "run")), result(2, "a", "first")])
+    assert ids(page(logged_in_client, session), "step-") == ["step-2"]
+
+    # A grown log, ingested again...
+    header = {"type": "session", "id": str(session.id), "created_at": "2025-05-01T12:00:00Z"}
+    grown = [assistant(1, call("a", "run")), result(2, "a", "first")]
+    grown += [assistant(3, call("b", "run")), result(4, "b", "second")]
+    ingest_session(header, grown, source_path=session.source_path, store=blob_store())
+    assert ids(page(logged_in_client, session), "step-") == ["step-2", "step-4"]
+    # ...or rows written by anything else.
+    Item.objects.create(session=session, seq=5, type="tool_result", call_id="zz", output="x")
+    assert ids(page(logged_in_client, session), "step-") == ["step-2", "step-4", "step-5"]
 
 
 # --- long prompts, facts --------------------------------------------------------------------
