@@ -17,6 +17,7 @@ from core.blob_errors import BlobCorrupt, BlobIOError, BlobNotFound, BlobStoreEr
 from core.blob_id import BlobId, new_blob_id, parse_blob_id
 from core.content import Content, Structured, Text, decode_text, encode_text
 from core.index import INDEX_MIN_BYTES, discard_index, index_for, store_index
+from core.json_stream import PromotedJson
 from core.json_values import JsonError, dumps_for_storage, parse_json
 
 __all__ = [
@@ -180,6 +181,8 @@ class FsBlobStore:
     def _encode(content: Content) -> tuple[bytes, str]:
         if isinstance(content, Text):
             return encode_text(content.text), TEXT_SUFFIX
+        if isinstance(content, PromotedJson):  # already written, entry by entry
+            return content.data, JSON_SUFFIX  # type: ignore[return-value]
         if isinstance(content, Structured):
             try:
                 return dumps_for_storage(content.value), JSON_SUFFIX
@@ -190,6 +193,8 @@ class FsBlobStore:
     def _write_index(self, blob_id: BlobId, content: Content, data: bytes) -> None:
         if len(data) < self.index_min_bytes:
             return
+        if isinstance(content, PromotedJson):
+            return  # no value to build it from: readers make it from the file on first use
         is_text = isinstance(content, Text)
         value = None if is_text else content.value  # type: ignore[union-attr]
         # A cache: when it cannot be made here, readers make it from the blob if they need it.

@@ -1,20 +1,28 @@
 """JSON values: parsing, compact and indented rendering, type names and shapes.
 
 orjson does the work; the standard library takes over where orjson would lose a value
-(integers beyond 64 bits, which orjson reads as floats) or refuses one (lone surrogates).
+(integers beyond 64 bits, which orjson 3.x reads as floats without a word) or refuses one
+(lone surrogates).
 """
 
 from __future__ import annotations
 
 import json
 import math
-import re
 from typing import Any
 
 import orjson
+import re2
 
-# 19+ digits may be an integer beyond 64 bits; such texts are parsed by the stdlib.
-_LONG_DIGITS = re.compile(r"\d{19,}")
+# 19+ digits in a row may be an integer beyond 64 bits; such texts are parsed by the
+# standard library. orjson gives no sign of the loss, so the text is looked at first, by
+# RE2 over the bytes: 0.33 s on 100 MB where Python's re took 3.2-5.6 s (orjson.loads of
+# the same bytes: 4.6 s on the same, busy, machine).
+_LONG_DIGITS_OPTIONS = re2.Options()
+_LONG_DIGITS_OPTIONS.log_errors = False
+_LONG_DIGITS = re2._re2.RE2(b"[0-9]{19}", _LONG_DIGITS_OPTIONS)
+_UNANCHORED = re2._re2.RE2.Anchor.UNANCHORED
+_SCAN_CHARS = 1 << 20
 
 
 class JsonError(ValueError):
@@ -34,7 +42,7 @@ def _finite_float(text: str) -> float:
 
 def parse_json(text: str | bytes) -> Any:
     """Parse a JSON document exactly (no lossy numbers, no NaN); raises JsonError."""
-    if not _LONG_DIGITS.search(text if isinstance(text, str) else text.decode("latin-1")):
+    if not _may_hold_a_long_integer(text):
         try:
             return orjson.loads(text)
         except orjson.JSONDecodeError:
@@ -43,6 +51,18 @@ def parse_json(text: str | bytes) -> Any:
         return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
     except (ValueError, RecursionError) as error:
         raise JsonError(str(error)) from None
+
+
+def _may_hold_a_long_integer(text: str | bytes) -> bool:
+    """Whether *text* has 19 digits in a row (a str is scanned a chunk at a time, so it is
+    never encoded whole; chunks overlap by 18 characters so no run is missed)."""
+    if isinstance(text, bytes | bytearray | memoryview):
+        return _LONG_DIGITS.Match(_UNANCHORED, text, 0, len(text))[0][0] >= 0
+    for start in range(0, len(text), _SCAN_CHARS):
+        chunk = text[start : start + _SCAN_CHARS + 18].encode("utf-8", "surrogatepass")
+        if _LONG_DIGITS.Match(_UNANCHORED, chunk, 0, len(chunk))[0][0] >= 0:
+            return True
+    return False
 
 
 def dumps_compact(value: Any) -> str:

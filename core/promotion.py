@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from core import json_stream
 from core.content import Inline, Stored, Structured, Text, ToolOutput, utf8_size
 from core.json_values import JsonError, dumps_for_storage, parse_json
 from core.policy import DEFAULT_POLICY, Policy
@@ -37,6 +38,13 @@ def promote(output: str, policy: Policy = DEFAULT_POLICY) -> ToolOutput:
 def _content_of(output: str) -> Text | Structured:
     start = _LEADING_SPACE.match(output).end()  # no copy of a huge string, unlike lstrip
     if output[start : start + 1] in ("[", "{"):
+        if len(output) >= json_stream.STREAM_FROM_CHARS:
+            # A big one is written entry by entry, never held as a value (core.json_stream).
+            try:
+                if (streamed := json_stream.stream_json(output)) is not None:
+                    return streamed
+            except json_stream.NotJson:
+                return Text(output)
         try:
             value = parse_json(output)
         except JsonError:

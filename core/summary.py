@@ -8,12 +8,13 @@ that fits. Object summaries instead keep as many whole key lines as fit.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from core.blob_id import BlobId
 from core.content import Content, Structured, Text, cut_utf8, decode_text, encode_text
+from core.json_stream import PromotedJson
 from core.json_values import display_key, dumps_compact, json_type, shape
 from core.lines import count_lines, head_lines, tail_lines
 from core.policy import DEFAULT_POLICY, Policy
@@ -30,11 +31,13 @@ def summarize(blob_id: BlobId, content: Content, policy: Policy = DEFAULT_POLICY
         return _text_summary(ref, content.text, policy)
     if not isinstance(content, Structured):
         raise TypeError(f"content must be Text or Structured, got {type(content).__name__}")
+    if isinstance(content, PromotedJson) and (summary := _promoted(ref, content, policy)):
+        return summary
     value = content.value
     if isinstance(value, list):
-        return _array_summary(ref, value, policy)
+        return _array_summary(ref, len(value), value[: max(policy.json_head_entries, 1)], policy)
     if isinstance(value, dict):
-        return _object_summary(ref, value, policy)
+        return _object_summary(ref, len(value), lambda: key_lines(value), policy)
     compact = dumps_compact(value)
     line = _Shown.of(compact, policy.summary_limit)
     # line.size is only exact up to the limit; the header gives the value's real size.
@@ -133,10 +136,28 @@ def schema_line(first: Any, limit: int) -> str:
     return json_type(first)
 
 
-def _array_summary(ref: str, items: list[Any], policy: Policy) -> str:
+def _promoted(ref: str, content: PromotedJson, policy: Policy) -> str | None:
+    """The summary from what streaming kept (core.json_stream); None when the policy asks
+    for more entries or key lines than were kept (then the value is parsed)."""
+    facts = content.facts
+    if facts.kind == "array":
+        if len(facts.head) < min(facts.count, max(policy.json_head_entries, 1)):
+            return None
+        return _array_summary(ref, facts.count, list(facts.head), policy)
+    # Every key line takes at least 8 bytes with its newline, so limit // 8 + 1 lines are
+    # more than any summary shows.
+    if len(facts.key_shapes) < min(facts.count, policy.summary_limit // 8 + 2):
+        return None
+    lines = [f"{display_key(key)}: {value_shape}" for key, value_shape in facts.key_shapes]
+    return _object_summary(ref, facts.count, lambda: iter(lines), policy)
+
+
+def _array_summary(ref: str, count: int, head: list[Any], policy: Policy) -> str:
+    """*head*: the array's first max(json_head_entries, 1) entries (all, when fewer)."""
     limit = policy.summary_limit
+    items = head
     schema = schema_line(items[0], limit) if items else "(empty)"
-    parts: list[Part] = [f"{ref} json_array | {len(items)} entries", "── schema ──"]
+    parts: list[Part] = [f"{ref} json_array | {count} entries", "── schema ──"]
     parts.append(_Shown.of(schema, limit))
     if items:
         parts.append("── head ──")
@@ -150,12 +171,15 @@ def key_lines(value: dict[str, Any]) -> Iterator[str]:
         yield f"{display_key(key)}: {shape(item)}"
 
 
-def _object_summary(ref: str, value: dict[str, Any], policy: Policy) -> str:
+def _object_summary(
+    ref: str, count: int, lines_of: Callable[[], Iterator[str]], policy: Policy
+) -> str:
+    """*lines_of* gives the object's key lines in order, afresh at each call."""
     limit = policy.summary_limit
-    lines = [f"{ref} json_object | {len(value)} keys", "── keys ──"]
+    lines = [f"{ref} json_object | {count} keys", "── keys ──"]
     size = len(encode_text("\n".join(lines)))
     whole: list[str] = []
-    for line in key_lines(value):
+    for line in lines_of():
         size += 1 + len(encode_text(line[: limit + 1]))
         if size > limit:
             break
@@ -166,15 +190,15 @@ def _object_summary(ref: str, value: dict[str, Any], policy: Policy) -> str:
     # Too long: cut every key line to KEY_LINE_WIDTH, keep as many as fit with the trailer.
     size = len(encode_text("\n".join(lines)))
     kept: list[str] = []
-    for line in key_lines(value):
+    for line in lines_of():
         cut = cut_line(line, KEY_LINE_WIDTH)
-        remaining = len(value) - len(kept) - 1
+        remaining = count - len(kept) - 1
         trailer = 0 if remaining == 0 else 1 + len(_more_keys(remaining).encode())
         if size + 1 + len(encode_text(cut)) + trailer > limit:
             break
         kept.append(cut)
         size += 1 + len(encode_text(cut))
-    more = len(value) - len(kept)
+    more = count - len(kept)
     if more:
         kept.append(_more_keys(more))
     return "\n".join(lines + kept)
