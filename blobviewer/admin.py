@@ -53,7 +53,6 @@ class BlobAdmin(admin.ModelAdmin):
     list_display = ["id", "kind", "size", "count", "created_at", "missing"]
     list_filter = ["kind", "missing"]
     search_fields = ["id"]
-    exclude = ["line_index"]  # thousands of checkpoints; nothing a person edits
 
 
 @admin.register(BlobRef)

@@ -7,8 +7,11 @@ so the HTML stays small whatever the blob's size. Plain text pages go on with a 
 selector (the URL stays a selector the model could use); JSON and grep results go on with
 a `start` row number.
 
-A text blob with no selector, or with only `lines:` steps, is read through the blob's
-cached line index, so a page deep inside a 100 MB blob reads only the bytes it shows.
+A text blob with no selector or only `lines:` steps, and a JSON blob's `slice:`, `key:` and
+`keys:` steps, are read through the blob's index (core.index, in the store's `.index/`),
+so a page deep inside a 100 MB blob reads only the bytes it shows; a big JSON blob without
+a selector shows its indented rendering in `derived/`, read through that rendering's own
+line index.
 """
 
 from __future__ import annotations
@@ -22,16 +25,18 @@ from django.utils.html import escape
 
 from blobviewer.data_dir import renderings
 from blobviewer.models import Blob
-from core.blob_store import BlobCorrupt, BlobNotFound, FsBlobStore
+from core.blob_store import JSON_SUFFIX, BlobCorrupt, BlobStoreError, FsBlobStore
 from core.content import cut_utf8, decode_text, encode_text, utf8_size
+from core.index import IndexUnusable, JsonIndex, TextIndex, open_index
+from core.index.selection import NotIndexed, materialize, select
 from core.json_values import dumps_indented
-from core.line_index import LineIndex
 from core.selectors import (
     GrepView,
     Lines,
     LinesView,
     Selector,
     ValueView,
+    View,
     apply_step,
     apply_steps,
     evaluate,
@@ -77,17 +82,13 @@ class Page:
 
 def blob_page(blob: Blob, selector: Selector, *, store: FsBlobStore, start: int = 1) -> Page:
     """The page of *blob* that *selector* selects; raises SelectorError for a bad fit."""
-    if (
-        blob.kind == "text"
-        and blob.line_index
-        and all(isinstance(s, Lines) for s in selector.steps)
-    ):
+    if blob.kind == "text" and all(isinstance(s, Lines) for s in selector.steps):
         return _indexed_lines_page(blob, selector, store=store)
-    if blob.kind.startswith("json_") and blob.line_index and not selector.steps:
+    if blob.kind.startswith("json_") and not selector.steps:
         page = _rendered_json_page(blob, start=start)
         if page is not None:
             return page
-    view = evaluate(selector, store.load_sync(blob.id))
+    view = _selected_view(blob, selector, store=store)
     if isinstance(view, ValueView) and isinstance(view.value, str) and view.start is None:
         # A string reached by key: reads as text, with its own line numbers.
         view = apply_step(Lines(1, None), view, reached=str(selector))
@@ -100,24 +101,46 @@ def blob_page(blob: Blob, selector: Selector, *, store: FsBlobStore, start: int 
     return _json_page(view, start=start)
 
 
+def _selected_view(blob: Blob, selector: Selector, *, store: FsBlobStore) -> View:
+    """What *selector* selects, as core.selectors.evaluate gives it; for a JSON blob read
+    through its index, so only the parts selected are read and parsed."""
+    path = store.path_of(blob.id)
+    if path.suffix == JSON_SUFFIX and selector.steps:
+        try:
+            index = open_index(store.root, path, min_bytes=store.index_min_bytes)
+        except OSError as error:
+            raise BlobStoreError(f"cannot read blob {blob.id}: {error.strerror}") from None
+        if isinstance(index, JsonIndex):
+            try:
+                with index:
+                    return materialize(index, select(index, selector))
+            except (IndexUnusable, NotIndexed):
+                pass  # damaged or stale after all: read the blob itself
+    return evaluate(selector, store.load_sync(blob.id))
+
+
 # --- text ----------------------------------------------------------------------------------
 
 
 def _indexed_lines_page(blob: Blob, selector: Selector, *, store: FsBlobStore) -> Page:
-    total = blob.count or 0
-    # The same steps on a text-less view give core's numbers and errors without the text.
-    view = apply_steps(selector, LinesView("", 1, total, total))
-    if not total:
-        return Page("lines", [], "an empty text")
-    end = min(view.last, view.first + LINES_PER_PAGE - 1)
     path = store.path_of(blob.id)
-    index = LineIndex.from_json(blob.line_index)
-    if not index.matches(path):
-        raise BlobCorrupt(f"blob {blob.id} changed since it was indexed")
     try:
-        lines = index.read_lines(path, view.first, end, max_line_bytes=LINE_BYTES)
-    except UnicodeDecodeError as error:
-        raise BlobCorrupt(f"blob {blob.id} is not UTF-8: {error.reason}") from None
+        index = open_index(store.root, path, min_bytes=store.index_min_bytes)
+    except OSError as error:
+        raise BlobStoreError(f"cannot read blob {blob.id}: {error.strerror}") from None
+    if not isinstance(index, TextIndex):
+        raise BlobCorrupt(f"blob {blob.id} changed while it was read")
+    with index:
+        total = index.line_count
+        # The same steps on a text-less view give core's numbers and errors without the text.
+        view = apply_steps(selector, LinesView("", 1, total, total))
+        if not total:
+            return Page("lines", [], "an empty text")
+        end = min(view.last, view.first + LINES_PER_PAGE - 1)
+        try:
+            lines = index.read_lines(view.first, end, max_line_bytes=LINE_BYTES)
+        except UnicodeDecodeError as error:
+            raise BlobCorrupt(f"blob {blob.id} is not UTF-8: {error.reason}") from None
     rows = _fit((line.number, line.text, line.size) for line in lines)
     return _paged_lines(rows, view, selector)
 
@@ -201,16 +224,18 @@ def _json_page(view: ValueView, *, start: int) -> Page:
 def _rendered_json_page(blob: Blob, *, start: int) -> Page | None:
     """The page of a big JSON blob read from its indented rendering (see blob_index);
     None when the rendering is gone, and the blob itself is read instead."""
-    index = LineIndex.from_json(blob.line_index)
+    rendered = renderings()
     try:
-        path = renderings().path_of(blob.id)
-    except BlobNotFound:
+        path = rendered.path_of(blob.id)
+        index = open_index(rendered.root, path, min_bytes=0)  # made now if it was deleted
+    except (BlobStoreError, OSError):
         return None
-    if not index.matches(path):
+    if not isinstance(index, TextIndex):
         return None
-    total = index.line_count
-    first = min(max(start, 1), total)
-    lines = index.read_lines(path, first, first + LINES_PER_PAGE - 1, max_line_bytes=LINE_BYTES)
+    with index:
+        total = index.line_count
+        first = min(max(start, 1), total)
+        lines = index.read_lines(first, first + LINES_PER_PAGE - 1, max_line_bytes=LINE_BYTES)
     rows = [
         Row(None, row.text, row.cut)
         for row in _fit((line.number, line.text, line.size) for line in lines)

@@ -1,7 +1,9 @@
 """Facts about blobs, read once from the store and kept in Blob rows.
 
-Kind, size and counts come from the store; a text blob also gets its line index, so a
-page deep inside a 100 MB blob later reads only the lines it shows.
+Kind, size and counts come from the store through the blob's index (core.index, in the
+store's `.index/`), which the first reading makes for a blob stored before indexes
+existed, so a JSON blob is not parsed whole for them; a big JSON blob also gets its
+indented rendering in `derived/`, written an entry at a time (blobviewer.json_rendering).
 
 Rows are written by what brings blobs in: ingest and uploads (index_blobs, refresh_blob)
 and `manage.py blobs index` (index_store) for blobs that agents or the CLI wrote straight
@@ -28,6 +30,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from blobviewer.data_dir import renderings
+from blobviewer.json_rendering import write_rendering, write_rendering_of_value
 from blobviewer.models import Blob
 from blobviewer.provenance import read_preview
 from core.blob_id import BlobId, blob_created_at, parse_blob_id
@@ -39,9 +42,8 @@ from core.blob_store import (
     BlobStoreError,
     FsBlobStore,
 )
-from core.content import Text, content_kind
-from core.json_values import dumps_indented
-from core.line_index import LineIndex
+from core.content import content_kind
+from core.index import JsonIndex, TextIndex, index_files, open_index
 
 
 def index_blobs(blob_ids: Iterable[uuid.UUID], *, store: FsBlobStore) -> dict[uuid.UUID, Blob]:
@@ -76,25 +78,17 @@ def read_blob_facts(
     saved. With *render*, a big JSON blob's indented rendering is written to `derived/`.
 
     A blob the store lacks comes back with ``missing`` set; one it cannot read, with
-    ``error`` set. Reading a text blob takes one pass over its file (its line index).
+    ``error`` set. A blob without an index takes one pass over its file (to make it).
     """
     row = row or Blob(id=blob_id)
     row.created_at = blob_created_at(blob_id)
     row.indexed_at = timezone.now()
-    row.kind, row.size, row.count, row.line_index, row.error = "", None, None, None, ""
+    row.kind, row.size, row.count, row.error = "", None, None, ""
     row.missing = False
     try:
         path = store.path_of(blob_id)
         row.size = path.stat().st_size
-        if path.suffix == TEXT_SUFFIX:
-            _index_text(row, path)
-        else:
-            content = store.load_sync(blob_id)
-            row.kind = content_kind(content)
-            value = content.value
-            row.count = len(value) if isinstance(value, list | dict) else None
-            if render and row.size >= RENDER_JSON_FROM_BYTES:
-                _index_rendering(row, value)
+        _read_kind_and_count(row, path, store=store, render=render)
         row.preview = read_preview(path)  # the blob list's first line (blobviewer.provenance)
     except (BlobNotFound, FileNotFoundError):
         row.missing = True
@@ -109,32 +103,45 @@ def read_blob_facts(
 RENDER_JSON_FROM_BYTES = 1 << 20
 
 
-def _index_rendering(row: Blob, value: object) -> None:
-    rendered = renderings()
-    rendered.put_sync(row.id, Text(dumps_indented(value)))  # False: already rendered
-    row.line_index = LineIndex.build(rendered.path_of(row.id)).to_json()
-
-
-def _index_text(row: Blob, path: Path) -> None:
-    index = LineIndex.build(path)
-    row.kind = "text"
-    row.count = index.line_count
-    row.line_index = index.to_json()
+def _read_kind_and_count(row: Blob, path: Path, *, store: FsBlobStore, render: bool) -> None:
+    """Kind and count from the blob's index; a JSON blob the index does not describe (a
+    small one, or one the store cannot take an index for) is loaded instead."""
+    index = open_index(store.root, path, min_bytes=store.index_min_bytes)
+    if isinstance(index, TextIndex):
+        with index:
+            row.kind, row.count = "text", index.line_count
+        return
+    if isinstance(index, JsonIndex):
+        with index:
+            root = index.root()
+            row.kind = f"json_{root.kind}"
+            row.count = root.count if root.table is not None else None
+            if render and path.stat().st_size >= RENDER_JSON_FROM_BYTES:
+                write_rendering(row.id, index)
+        return
+    content = store.load_sync(row.id)
+    row.kind = content_kind(content)
+    value = content.value
+    row.count = len(value) if isinstance(value, list | dict) else None
+    if render and path.stat().st_size >= RENDER_JSON_FROM_BYTES:
+        write_rendering_of_value(row.id, value)
 
 
 # --- derived files -------------------------------------------------------------------------
 
 
 def derived_files(blob_id: BlobId | str) -> list[Path]:
-    """The files in `derived/` made from this blob (its indented JSON rendering), those
-    that exist. Whoever deletes a blob deletes these with it (see discard_derived)."""
+    """The files in `derived/` made from this blob (its indented JSON rendering and that
+    rendering's line index), those that exist. Whoever deletes a blob deletes these with
+    it (see discard_derived); the blob's own index goes with the blob (FsBlobStore)."""
     name = str(parse_blob_id(blob_id))
     root = renderings().root
-    return [
+    renderings_of_it = [
         path
         for suffix in (TEXT_SUFFIX, JSON_SUFFIX)
         if (path := root / f"{name}{suffix}").is_file()
     ]
+    return renderings_of_it + index_files(root, name)
 
 
 def discard_derived(blob_id: BlobId | str) -> int:
@@ -189,7 +196,7 @@ def blob_for_view(blob_id: uuid.UUID, *, store: FsBlobStore) -> ViewedBlob | Non
 
 def as_missing(blob: Blob) -> Blob:
     """*blob* shown as missing from the store (for a page; not saved)."""
-    blob.missing, blob.size, blob.count, blob.line_index, blob.error = True, None, None, None, ""
+    blob.missing, blob.size, blob.count, blob.error = True, None, None, ""
     return blob
 
 
@@ -276,7 +283,7 @@ def index_store(
         batch = vanished[start : start + every]
         # An update, not a save: a row deleted meanwhile (retention) stays deleted.
         Blob.objects.filter(id__in=batch, missing=False).update(
-            missing=True, kind="", size=None, count=None, line_index=None, error="", indexed_at=now
+            missing=True, kind="", size=None, count=None, error="", indexed_at=now
         )
         done += len(batch)
         if progress:

@@ -8,6 +8,8 @@ and its folder:
 - `blobs/.tmp-*`: FsBlobStore writes (core.blob_store.TEMP_PREFIX): agents, `python -m
   core store`, ingest's promoted outputs, uploaded blobs;
 - `derived/.tmp-*`: the indented renderings of big JSON blobs (an FsBlobStore too);
+- in both, `.index/.tmp-*`: indexes of blobs and renderings (core.index), written when a
+  blob is stored or first read; counted with their folder's own;
 - `sessions/.upload-*.part`: an uploaded session log while it is checked and ingested
   (blobviewer.session_upload);
 - `.tmp-*` in the data folder itself: the marker `manage.py blobs index` writes.
@@ -28,6 +30,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from core.blob_store import TEMP_PREFIX
+from core.index import INDEX_FOLDER
 
 DEFAULT_AGE = timedelta(hours=1)
 
@@ -92,23 +95,37 @@ def remove_leftovers(
     cutoff = time.time() - older_than.total_seconds()
     return GcReport(
         [
-            _collect(data / folder if folder else data, folder, is_temp, cutoff, dry_run)
+            _collect(_folders(data, folder), folder, is_temp, cutoff, dry_run)
             for folder, is_temp in TEMPORARY_FILES
         ]
     )
 
 
+def _folders(data: Path, folder: str) -> list[Path]:
+    """Where *folder*'s temporary files are: in it, and for a store, in its `.index/`."""
+    if not folder:
+        return [data]
+    if folder in ("blobs", "derived"):
+        return [data / folder, data / folder / INDEX_FOLDER]
+    return [data / folder]
+
+
 def _collect(
-    directory: Path, folder: str, is_temp: Callable[[str], bool], cutoff: float, dry_run: bool
+    directories: list[Path],
+    folder: str,
+    is_temp: Callable[[str], bool],
+    cutoff: float,
+    dry_run: bool,
 ) -> FolderReport:
     report = FolderReport(f"{folder}/" if folder else "./")
-    try:
-        entries = list(os.scandir(directory))
-    except FileNotFoundError:
-        return report
-    except OSError as error:
-        report.failures.append(f"cannot list {directory}: {error.strerror}")
-        return report
+    entries = []
+    for directory in directories:
+        try:
+            entries += list(os.scandir(directory))
+        except FileNotFoundError:
+            continue
+        except OSError as error:
+            report.failures.append(f"cannot list {directory}: {error.strerror}")
     for entry in entries:
         if not is_temp(entry.name):
             continue

@@ -136,9 +136,6 @@ class Blob(models.Model):
     # Lines of a text, entries of an array, keys of an object; None for other kinds.
     count = models.BigIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(null=True, blank=True)  # from the UUID v7
-    # core.line_index.LineIndex.to_json() of a text blob, so a page deep inside a huge
-    # blob reads only the bytes it shows.
-    line_index = models.JSONField(null=True, blank=True)
     missing = models.BooleanField(default=False)
     error = models.CharField(max_length=500, blank=True)  # e.g. the store says it is corrupt
     indexed_at = models.DateTimeField(null=True, blank=True)

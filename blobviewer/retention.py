@@ -44,6 +44,7 @@ from blobviewer.models import (
 from core.blob_errors import BlobStoreError
 from core.blob_id import blob_created_at
 from core.blob_store import FsBlobStore
+from core.index import index_files
 
 # Ids per query: well under every database's limit on query parameters.
 _CHUNK = 500
@@ -317,7 +318,7 @@ def _delete_blobs(blob_ids: Sequence[uuid.UUID]) -> list[uuid.UUID]:
             id__in=[blob_id for blob_id in doomed if blob_id not in shared]
         ).delete()
         Blob.objects.filter(id__in=shared).update(
-            missing=True, size=None, count=None, line_index=None, error="", indexed_at=now
+            missing=True, size=None, count=None, error="", indexed_at=now
         )
         # Its text must not stay findable (the other rows take theirs along by cascade).
         SearchChunk.objects.filter(blob_id__in=shared).delete()
@@ -375,10 +376,12 @@ def _blob_files(store: FsBlobStore, blob_id: uuid.UUID) -> list[Path]:
 
 
 def _derived_files(store: FsBlobStore, blob_id: uuid.UUID) -> list[Path]:
-    """The blob's rendering in `<data>/derived/` and its files in the store's `.index/`."""
+    """The blob's rendering in `<data>/derived/` with that rendering's line index, and the
+    blob's files in the store's `.index/` (core.index names them `<id>.idx`)."""
     name = str(blob_id)
     rendered = renderings().root
     files = [rendered / f"{name}.txt", rendered / f"{name}.json"]
+    files += index_files(rendered, name)
     index = store.root / INDEX_FOLDER
     with contextlib.suppress(OSError):  # no .index/ yet
         files += sorted(

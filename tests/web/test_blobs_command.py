@@ -145,14 +145,15 @@ def test_gc_removes_temporaries_in_derived_and_keeps_the_renderings(
     monkeypatch.setattr(blob_index, "RENDER_JSON_FROM_BYTES", 100)
     blob_id = json_blob([{"n": n} for n in range(100)])
     refresh_blob(blob_id, store=FsBlobStore(data_dir / "blobs"))
-    (rendering,) = derived_files(blob_id)
+    rendering, its_index = derived_files(blob_id)
     age(rendering, 2 * HOUR)
+    age(its_index, 2 * HOUR)
     leftover = age(temp_in(renderings().root, b"x" * 1234), 2 * HOUR)
 
     out, _ = blobs("gc")
 
     assert not leftover.exists()
-    assert rendering.exists()
+    assert rendering.exists() and its_index.exists()
     assert "  derived/   1 file, 1.2 KB (1,234 bytes)" in out
 
 
@@ -286,7 +287,7 @@ def test_index_adds_rows_for_blobs_written_straight_into_the_store(data_dir, sto
     assert (rows[text].kind, rows[text].count, rows[text].size) == ("text", 3, 14)
     assert (rows[array].kind, rows[array].count) == ("json_array", 4)
     assert (rows[obj].kind, rows[obj].count) == ("json_object", 2)
-    assert rows[text].line_index and not any(row.missing for row in rows.values())
+    assert not any(row.missing for row in rows.values())
     assert out.startswith("3 blobs added to the index, 0 re-read")
     assert f"3 blobs in {store.root}" in out
 
@@ -323,7 +324,7 @@ def test_index_marks_rows_of_blobs_gone_from_the_store_missing(data_dir, sample_
     out, _ = blobs("index")
 
     row = Blob.objects.get(id=sample_session.text_blob)
-    assert row.missing and row.size is None and row.line_index is None
+    assert row.missing and row.size is None and row.count is None
     assert not Blob.objects.get(id=sample_session.json_blob).missing
     assert "1 now missing from the store" in out
 
@@ -381,11 +382,12 @@ def test_a_blobs_derived_files_can_be_found_and_discarded(data_dir, json_blob, m
     blob_id = json_blob(list(range(100)))
     other = json_blob(list(range(200)))
     blobs("index")
-    (rendering,) = derived_files(blob_id)
-    size = rendering.stat().st_size
+    rendering, its_index = derived_files(blob_id)  # the rendering's line index (core.index)
+    assert its_index.parent == rendering.parent / ".index"
+    size = rendering.stat().st_size + its_index.stat().st_size
 
     assert discard_derived(blob_id) == size
 
-    assert derived_files(blob_id) == [] and not rendering.exists()
-    assert len(derived_files(other)) == 1
+    assert derived_files(blob_id) == [] and not rendering.exists() and not its_index.exists()
+    assert len(derived_files(other)) == 2
     assert discard_derived(blob_id) == 0

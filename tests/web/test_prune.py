@@ -160,12 +160,18 @@ def test_a_pruned_blob_takes_its_rendering_and_index_files_along(
     for blob_id in (big, kept):
         (index / f"{blob_id}.lines").write_bytes(b"\x00" * 64)
         (index / f"{blob_id}.spans").write_bytes(b"\x00" * 32)
+    # A rendering has its own line index beside it, in derived/.index/ (core.index).
+    rendering_index = rendered.root / ".index"
+    assert list(rendering_index.glob(f"{big}*")) and list(rendering_index.glob(f"{kept}*"))
     derived_bytes = rendered.size_sync(big) + 96
+    derived_bytes += sum(path.stat().st_size for path in rendering_index.glob(f"{big}*"))
 
     report = prune(older_than=NINETY_DAYS)
 
     assert not rendered.exists_sync(big)
     assert not list(index.glob(f"{big}*"))
+    assert not list(rendering_index.glob(f"{big}*"))
+    assert list(rendering_index.glob(f"{kept}*"))
     assert rendered.exists_sync(kept)
     assert sorted(p.name for p in index.glob(f"{kept}*")) == [f"{kept}.lines", f"{kept}.spans"]
     assert report.derived_bytes == derived_bytes
@@ -355,7 +361,7 @@ def test_a_pruned_blob_keeps_its_row_only_for_its_share_links(record, blob_at, u
 
     assert not Blob.objects.filter(id=unshared).exists()
     row = Blob.objects.get(id=shared)
-    assert row.missing and row.size is None and row.line_index is None
+    assert row.missing and row.size is None and row.count is None
     assert ShareLink.objects.filter(pk=link.pk).exists()
 
 

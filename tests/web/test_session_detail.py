@@ -246,8 +246,8 @@ def test_the_timeline_loads_only_the_start_of_each_text(logged_in_client, big_it
 
     item = response.context["units"][0].item
     assert {"text", "output"} <= item.get_deferred_fields()
-    # Nor the line index of each referenced blob, which only the blob's own page reads.
-    assert item.blob_refs.all()[0].blob.get_deferred_fields() == {"line_index"}
+    # A referenced blob's row is small: its indexes live beside it in the store (core.index).
+    assert item.blob_refs.all()[0].blob.get_deferred_fields() == set()
 
 
 def test_the_timeline_cuts_each_calls_arguments_and_the_item_page_shows_them_whole(

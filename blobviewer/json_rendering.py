@@ -1,0 +1,134 @@
+"""A big JSON blob's indented rendering in `derived/`: what its pages show without a
+selector, read a page at a time through the rendering's own line index (in `derived/`'s
+`.index/`, beside it).
+
+The rendering is written an entry at a time through the blob's index (core.index): each
+top-level entry or key is parsed and indented alone, and a big top-level value one level
+down, so writing it never holds the whole value. It is the same text as
+`dumps_indented(value)`, since indenting JSON is the same whether a value stands alone or
+inside another (only its lines move right by two spaces a level).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from blobviewer.data_dir import renderings
+from core.blob_store import TEMP_PREFIX, TEXT_SUFFIX
+from core.content import Text, encode_text
+from core.index import JsonIndex, open_index
+from core.index.json_index import Node, key_from_literal
+from core.json_values import dumps_compact, dumps_indented, parse_json
+
+_WRITE_BUFFER = 1 << 20
+
+
+def write_rendering(blob_id: uuid.UUID, index: JsonIndex) -> bool:
+    """Write the rendering of the JSON blob that *index* describes, and its line index;
+    False when it is there already (blobs are immutable, so is their rendering)."""
+    root = renderings().root
+    target = root / f"{blob_id}{TEXT_SUFFIX}"
+    if target.exists():
+        return False
+    root.mkdir(parents=True, exist_ok=True)
+    fd, temp = tempfile.mkstemp(dir=root, prefix=TEMP_PREFIX)
+    try:
+        with os.fdopen(fd, "wb", buffering=_WRITE_BUFFER) as file:
+            for chunk in indented(index, index.root()):
+                file.write(encode_text(chunk))
+        os.replace(temp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+    _index(root, target)
+    return True
+
+
+def write_rendering_of_value(blob_id: uuid.UUID, value: Any) -> bool:
+    """The same for a blob read whole (one its index cannot describe)."""
+    store = renderings()
+    written = store.put_sync(blob_id, Text(dumps_indented(value)))
+    _index(store.root, store.root / f"{blob_id}{TEXT_SUFFIX}")
+    return written
+
+
+def _index(root: Path, path: Path) -> None:
+    """Make the rendering's line index now, so its first page does not."""
+    with contextlib.suppress(OSError):
+        index = open_index(root, path, min_bytes=0)
+        if index is not None:
+            index.close()
+
+
+def indented(index: JsonIndex, node: Node, depth: int = 0) -> Iterator[str]:
+    """The text of `dumps_indented` for *node*, as if it stood *depth* levels deep (every
+    line after its first moved right by two spaces a level), a piece at a time.
+
+    Entries (or keys) are read and parsed a run of about a MB at a time and indented
+    together; a value with a table of its own is taken alone, one level down."""
+    pad = "  " * depth
+    table = node.table
+    if table is None or not table.count:
+        yield _moved(dumps_indented(index.value(node)), pad)
+        return
+    opening, closing = ("[", "]") if node.kind == "array" else ("{", "}")
+    yield opening
+    separator = "\n"
+    for run in _runs(index, node):
+        if isinstance(run, tuple):  # a key whose value has its own table
+            name, child = run
+            yield f"{separator}{pad}  {dumps_compact(name)}: "
+            yield from indented(index, child, depth + 1)
+        else:  # "[\n  a,\n  b\n]" holds the run's entries as they sit in the container
+            yield separator + _moved(dumps_indented(run)[2:-2], pad, first=True)
+        separator = ",\n"
+    yield "\n" + pad + closing
+
+
+def _moved(text: str, pad: str, *, first: bool = False) -> str:
+    if not pad:
+        return text
+    return (pad if first else "") + text.replace("\n", "\n" + pad)
+
+
+def _runs(index: JsonIndex, node: Node) -> Iterator[Any]:
+    """The entries or keys of *node* as parsed runs (a list, or a dict), each read with one
+    read of about _RUN bytes; a key whose value has a table comes alone, as (name, node)."""
+    table = node.table
+    assert table is not None
+    first = last = -1  # the run's bytes, first..last
+    if node.kind == "array":
+        for start, end in index.spans(table, 0, table.count):
+            if first >= 0 and end - first > _RUN:
+                yield _parse(index, b"[", first, last, b"]")
+                first = -1
+            first, last = (start if first < 0 else first), end
+        if first >= 0:
+            yield _parse(index, b"[", first, last, b"]")
+        return
+    for child, key_at in index.key_spans(table, 0, table.count, tables=True):
+        if child.table is not None or (first >= 0 and child.end - first > _RUN):
+            if first >= 0:
+                yield _parse(index, b"{", first, last, b"}")
+            first = -1
+        if child.table is not None:
+            name = key_from_literal(index.blob.exact(key_at, child.start - 1 - key_at))
+            yield name, child
+            continue
+        first, last = (key_at if first < 0 else first), child.end
+    if first >= 0:
+        yield _parse(index, b"{", first, last, b"}")
+
+
+_RUN = 1 << 20
+
+
+def _parse(index: JsonIndex, opening: bytes, first: int, last: int, closing: bytes) -> Any:
+    return parse_json(opening + index.blob.exact(first, last - first) + closing)
