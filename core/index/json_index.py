@@ -555,10 +555,11 @@ class _FromFile:
         self.file.seek(key_at)
         literal = self.file.read(value_at - 1 - key_at)
         self.file.seek(position)
-        return _key_from_literal(literal)
+        return key_from_literal(literal)
 
 
-def _key_from_literal(literal: bytes) -> str:
+def key_from_literal(literal: bytes) -> str:
+    """The name a key's JSON string (its bytes in the blob, quotes included) holds."""
     if b"\\" not in literal:
         return literal[1:-1].decode("utf-8")
     name = json.loads(literal)
@@ -707,7 +708,7 @@ class JsonIndex:
     ) -> Iterator[tuple[str, Node]]:
         """(name, value node) of keys start..stop-1, reading only the names' bytes."""
         for node, key_at in self.key_spans(table, start, stop, tables=tables):
-            yield _key_from_literal(self.blob.exact(key_at, node.start - 1 - key_at)), node
+            yield key_from_literal(self.blob.exact(key_at, node.start - 1 - key_at)), node
 
     def find(self, table: Table, name: str) -> Node | None:
         """The value of key *name* in an object table, or None: an interpolation search in
