@@ -260,7 +260,8 @@ def session_detail(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
     session = get_object_or_404(Session, id=session_id)
     context = page_context(session, request.GET)
     response = _render(request, "session_detail.html", context, fragment="session_detail.html#body")
-    if request.htmx:  # the address bar shows `?errors=1`, not the form's `?errors=1&tool=`
+    if request.htmx and not request.htmx.history_restore_request:
+        # The address bar shows `?errors=1`, not the form's `?errors=1&tool=`.
         response["HX-Push-Url"] = context["canonical_url"]
     return response
 
