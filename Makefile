@@ -33,6 +33,7 @@ serve: venv
 	$(PY) manage.py migrate --no-input
 	$(PY) manage.py collectstatic --no-input --verbosity 0
 	$(PY) manage.py blobs gc
+	$(PY) manage.py blobs index
 	$(PY) manage.py check --deploy
 	exec $(PY) -m gunicorn --config blobviewer/gunicorn.conf.py
 

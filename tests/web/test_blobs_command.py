@@ -21,6 +21,7 @@ from blobviewer import blob_index
 from blobviewer.blob_index import derived_files, discard_derived, refresh_blob
 from blobviewer.data_dir import renderings
 from blobviewer.models import Blob
+from blobviewer.search import matching_chunks, parse_query
 from blobviewer.session_upload import received_upload
 from core.blob_store import TEMP_PREFIX, FsBlobStore
 from core.content import Structured, Text
@@ -290,6 +291,18 @@ def test_index_adds_rows_for_blobs_written_straight_into_the_store(data_dir, sto
     assert not any(row.missing for row in rows.values())
     assert out.startswith("3 blobs added to the index, 0 re-read")
     assert f"3 blobs in {store.root}" in out
+
+
+def test_index_makes_blobs_written_straight_into_the_store_searchable(data_dir, store):
+    # Search never reads blob files per request, so a blob that no ingest or upload
+    # brought is only found once `blobs index` has read it into the search index.
+    blob = store.store_sync(Text("prologue\nthe needle-in-a-haystack line\n"))
+    assert not matching_chunks(parse_query("needle-in-a")).exists()
+
+    out, _ = blobs("index")
+
+    assert {chunk.blob_id for chunk in matching_chunks(parse_query("NEEDLE-in-a"))} == {blob}
+    assert "1 made searchable" in out
 
 
 def test_index_is_idempotent(data_dir, sample_session, store):

@@ -1,6 +1,6 @@
 """`make serve`: the production server as a team runs it, behind a simulated HTTPS proxy.
 
-The server is `make serve` itself (preflight, migrate, collectstatic, blobs gc, check
+The server is `make serve` itself (preflight, migrate, collectstatic, blobs gc, blobs index, check
 --deploy, gunicorn with blobviewer/gunicorn.conf.py) in its own process group, on a free
 loopback port, on a database of its own on the test run's kind of server: a temporary
 SQLite file, or with DATABASE_URL a fresh PostgreSQL database created and dropped here.
@@ -292,6 +292,7 @@ def test_make_serve_runs_gunicorn_behind_an_https_proxy(server: Server):
         "manage.py migrate",
         "manage.py collectstatic",
         "manage.py blobs gc",
+        "manage.py blobs index",
         "manage.py check --deploy",
         "-m gunicorn --config blobviewer/gunicorn.conf.py",
         "Using worker: gthread",

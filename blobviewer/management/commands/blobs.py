@@ -17,6 +17,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.template.defaultfilters import filesizeformat
 
 from blobviewer.blob_index import index_store
+from blobviewer.search import index_pending_blobs
 from blobviewer.data_dir import blob_store, data_dir
 from blobviewer.leftovers import DEFAULT_AGE, format_age, parse_age, remove_leftovers
 from core.blob_store import BlobStoreError
@@ -122,11 +123,15 @@ class Command(BaseCommand):
 
         try:
             report = index_store(store, every=every, progress=progress)
+            # Blobs that reached the store without an ingest or upload become searchable
+            # here too; the search index is never filled by page requests.
+            searchable = index_pending_blobs(store=store)
         except (BlobStoreError, OSError) as error:
             raise CommandError(f"cannot index {store.root}: {error}") from None
         self.stdout.write(
             f"{report.added:,} blob{'s' if report.added != 1 else ''} added to the index, "
             f"{report.reread:,} re-read (were missing or unreadable), "
-            f"{report.vanished:,} now missing from the store; "
+            f"{report.vanished:,} now missing from the store, "
+            f"{searchable:,} made searchable; "
             f"{report.in_store:,} blob{'s' if report.in_store != 1 else ''} in {store.root}"
         )
