@@ -50,9 +50,11 @@ class ItemAdmin(admin.ModelAdmin):
 
 @admin.register(Blob)
 class BlobAdmin(admin.ModelAdmin):
-    list_display = ["id", "kind", "size", "count", "created_at", "missing"]
+    list_display = ["id", "made_by_title", "kind", "size", "count", "created_at", "missing"]
     list_filter = ["kind", "missing"]
-    search_fields = ["id"]
+    search_fields = ["id", "made_by_title"]
+    # An id box, not a menu of every item recorded.
+    raw_id_fields = ["made_by"]
 
 
 @admin.register(BlobRef)
@@ -74,7 +76,7 @@ class ShareLinkAdmin(admin.ModelAdmin):
         "revoked_at",
     ]
     list_filter = ["revoked_at"]
-    search_fields = ["token", "blob__id", "created_by__username"]
+    search_fields = ["token", "blob__id", "created_by__username", "note"]
     raw_id_fields = ["blob", "created_by"]
 
 

@@ -437,3 +437,19 @@ def _migration_module() -> Any:
 
     assert any(Path(p, "0008_blob_reader.py").is_file() for p in migrations_path)
     return importlib.import_module("blobviewer.migrations.0008_blob_reader")
+
+
+def test_the_admin_names_a_maker_by_id_not_with_a_menu_of_every_item(
+    client, data_dir, django_user_model
+):
+    _, blob_id = read_then_inspect(data_dir)
+    client.force_login(django_user_model.objects.create_superuser("root", password="pw-pw-pw"))
+
+    html = client.get(reverse("admin:blobviewer_blob_change", args=[blob_id])).content.decode()
+
+    assert 'name="made_by"' in html and "vForeignKeyRawIdAdminField" in html
+    assert '<select name="made_by"' not in html
+    assert (
+        "Read src/app.py"
+        in client.get(reverse("admin:blobviewer_blob_changelist")).content.decode()
+    )
