@@ -12,12 +12,15 @@ inside another (only its lines move right by two spaces a level).
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
+
+import orjson
 
 from blobviewer.data_dir import renderings
 from core.blob_store import TEMP_PREFIX, TEXT_SUFFIX
@@ -40,8 +43,12 @@ def write_rendering(blob_id: uuid.UUID, index: JsonIndex) -> bool:
     fd, temp = tempfile.mkstemp(dir=root, prefix=TEMP_PREFIX)
     try:
         with os.fdopen(fd, "wb", buffering=_WRITE_BUFFER) as file:
-            for chunk in indented(index, index.root()):
-                file.write(encode_text(chunk))
+            try:
+                _write(file, indented(index, index.root()))
+            except TypeError:  # as dumps_indented, by the standard library when orjson cannot
+                file.seek(0)
+                file.truncate()
+                _write(file, indented(index, index.root(), dumps=_standard_indented))
         os.replace(temp, target)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -59,6 +66,22 @@ def write_rendering_of_value(blob_id: uuid.UUID, value: Any) -> bool:
     return written
 
 
+def _write(file: BinaryIO, chunks: Iterator[str]) -> None:
+    for chunk in chunks:
+        file.write(encode_text(chunk))
+
+
+def _orjson_indented(value: Any) -> str:
+    """dumps_indented's first choice; raises TypeError where it turns to the standard
+    library (integers beyond 64 bits, lone surrogates). The whole rendering then does too,
+    as dumps_indented of the whole value would."""
+    return orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
+
+
+def _standard_indented(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, indent=2, allow_nan=False)
+
+
 def _index(root: Path, path: Path) -> None:
     """Make the rendering's line index now, so its first page does not."""
     with contextlib.suppress(OSError):
@@ -67,7 +90,13 @@ def _index(root: Path, path: Path) -> None:
             index.close()
 
 
-def indented(index: JsonIndex, node: Node, depth: int = 0) -> Iterator[str]:
+def indented(
+    index: JsonIndex,
+    node: Node,
+    depth: int = 0,
+    *,
+    dumps: Callable[[Any], str] = _orjson_indented,
+) -> Iterator[str]:
     """The text of `dumps_indented` for *node*, as if it stood *depth* levels deep (every
     line after its first moved right by two spaces a level), a piece at a time.
 
@@ -76,7 +105,7 @@ def indented(index: JsonIndex, node: Node, depth: int = 0) -> Iterator[str]:
     pad = "  " * depth
     table = node.table
     if table is None or not table.count:
-        yield _moved(dumps_indented(index.value(node)), pad)
+        yield _moved(dumps(index.value(node)), pad)
         return
     opening, closing = ("[", "]") if node.kind == "array" else ("{", "}")
     yield opening
@@ -85,9 +114,9 @@ def indented(index: JsonIndex, node: Node, depth: int = 0) -> Iterator[str]:
         if isinstance(run, tuple):  # a key whose value has its own table
             name, child = run
             yield f"{separator}{pad}  {dumps_compact(name)}: "
-            yield from indented(index, child, depth + 1)
+            yield from indented(index, child, depth + 1, dumps=dumps)
         else:  # "[\n  a,\n  b\n]" holds the run's entries as they sit in the container
-            yield separator + _moved(dumps_indented(run)[2:-2], pad, first=True)
+            yield separator + _moved(dumps(run)[2:-2], pad, first=True)
         separator = ",\n"
     yield "\n" + pad + closing
 
