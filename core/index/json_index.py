@@ -28,6 +28,7 @@ import itertools
 import json
 import operator
 import os
+import re
 import struct
 import sys
 import zlib
@@ -326,9 +327,17 @@ def _finite_float(text: str) -> float:
     return number
 
 
-_DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
-_SCAN = json.scanner.make_scanner(_DECODER)  # type: ignore[attr-defined]
+# Numbers are read in C; only a text that may hold an out-of-range one (an exponent of three
+# digits or more) is read with the check, number by number, that parse_json makes.
+_SCAN = json.scanner.make_scanner(  # type: ignore[attr-defined]
+    json.JSONDecoder(parse_constant=_reject_constant)
+)
+_CHECKED_SCAN = json.scanner.make_scanner(  # type: ignore[attr-defined]
+    json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
+)
+_BIG_EXPONENT = re.compile(r"[0-9][eE][+-]?[0-9]{3}")
 _CHUNK = 1 << 20
+_CUT_TOKEN = 16  # longer than any token the scanner gives up on when it is cut short
 _DROP = 4 << 20  # characters already passed that are let go of
 
 
@@ -343,6 +352,7 @@ class _Window:
         self.eof = False
         self.decoder = codecs.getincrementaldecoder("utf-8")()
         self.mark = (0, 0)  # a character index in text and its byte offset from base
+        self.scan = _SCAN
 
     def more(self) -> None:
         data = self.file.read(max(_CHUNK, len(self.text)))
@@ -350,7 +360,10 @@ class _Window:
             self.text += self.decoder.decode(b"", final=True)
             self.eof = True
             return
+        seen = len(self.text)
         self.text += self.decoder.decode(data)
+        if self.scan is _SCAN and _BIG_EXPONENT.search(self.text, max(seen - 8, 0)):
+            self.scan = _CHECKED_SCAN
 
     def char(self, at: int) -> str:
         while at >= len(self.text) and not self.eof:
@@ -379,10 +392,13 @@ class _Window:
         when it goes on past *unless_longer_than* characters (it is not read to its end)."""
         while True:
             try:
-                value, end = _SCAN(self.text, at)
-            except StopIteration:
-                if at < len(self.text) or self.eof:  # no value starts here (e.g. a space)
-                    raise _Unindexable(f"no JSON value at byte {self.byte(at)}") from None
+                value, end = self.scan(self.text, at)
+            except StopIteration as stop:
+                # No value starts where it says (within this one, maybe): a real error
+                # unless that is the end of the text read so far (a token cut short).
+                where = stop.value if isinstance(stop.value, int) else at
+                if self.eof or where < len(self.text) - _CUT_TOKEN:
+                    raise _Unindexable(f"no JSON value at byte {self.byte(where)}") from None
             except ValueError:
                 if self.eof:
                     raise _Unindexable(f"no JSON value at byte {self.byte(at)}") from None
