@@ -228,6 +228,12 @@ def main() -> None:
             results.append((name, ratio, goal))
         misses = [name for name, ratio, goal in results if ratio > goal]
         misses += grep_and_json_bench(args.mb, scratch_dir)
+        # lines:, slice:, key:, keys: deep inside blobs of this size (1 GB with
+        # BLOBVIEWER_BENCH_GB=1), through their indexes, and /api/inspect (bench/index_bench.py)
+        from index_bench import index_bench
+
+        gb = os.environ.get("BLOBVIEWER_BENCH_GB") == "1"
+        misses += index_bench(args.mb, scratch_dir, gb=gb)
         print("all goals met" if not misses else f"goals missed: {', '.join(misses)}")
 
 

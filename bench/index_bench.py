@@ -1,0 +1,266 @@
+"""Selectors deep inside big blobs, read through their indexes (issue 9), each printed as a
+ratio to one plain read of the blob's file measured in the same run.
+
+    python bench/index_bench.py [--mb 100] [--gb]      (or BLOBVIEWER_BENCH_GB=1)
+
+Builds, by streaming writes in a scratch folder, a text blob of 80-byte lines, a JSON array
+of ~100-byte entries and a JSON object with one key per ~100 bytes, as the store writes
+them (compact); their indexes are made the way an old blob's are, on first use, and that
+time is printed too. Then, for each blob: `lines:`, `slice:`, `key:`, `keys:` deep inside
+and the overview, through core's `inspect` and through `/api/inspect` (Django's test
+client, in a second process). Times are the best of 5 warm calls (the first, cold call is
+printed beside). Goals: every call <= 1% of one plain read, and warm calls under 20 ms on
+1 GB. `--gb` makes the blobs 1 GB each (several minutes, ~3 GB of disk); never in tests.
+The scratch folder is removed at exit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from core.blob_store import FsBlobStore  # noqa: E402
+from core.index import open_index  # noqa: E402
+from core.inspect_tool import inspect_blob  # noqa: E402
+
+RATIO_GOAL = 0.01
+WARM_GOAL_1GB = 0.020
+CALLS = 5
+
+
+def write_text(path: Path, size: int) -> int:
+    """80-byte log lines up to about *size* bytes; returns the line count."""
+    lines = size // 80
+    template = "{:010d} INFO worker-{} processed item {:010d} status=ok"
+    with open(path, "w", encoding="ascii") as file:
+        for start in range(0, lines, 100_000):
+            stop = min(start + 100_000, lines)
+            file.write(
+                "".join(
+                    template.format(n, n % 7, n * 7919 % 10**10).ljust(79) + "\n"
+                    for n in range(start, stop)
+                )
+            )
+    return lines
+
+
+def write_array(path: Path, size: int) -> int:
+    """`[{"id":0,"name":"entry 00000000","tags":["alpha","beta"],"score":0.0},…]`."""
+    entries = size // 80
+    with open(path, "w", encoding="ascii") as file:
+        file.write("[")
+        for start in range(0, entries, 100_000):
+            stop = min(start + 100_000, entries)
+            file.write(
+                ("," if start else "")
+                + ",".join(
+                    f'{{"id":{n},"name":"entry {n:08d}","tags":["alpha","beta"],"score":{n}.5}}'
+                    for n in range(start, stop)
+                )
+            )
+        file.write("]")
+    return entries
+
+
+def write_object(path: Path, size: int) -> int:
+    """`{"key00000000":{"n":0,"label":"…"},…}`: one key per ~100 bytes."""
+    keys = size // 100
+    with open(path, "w", encoding="ascii") as file:
+        file.write("{")
+        for start in range(0, keys, 100_000):
+            stop = min(start + 100_000, keys)
+            file.write(
+                ("," if start else "")
+                + ",".join(
+                    f'"key{n:08d}":{{"n":{n},"label":"value number {n:08d} of the object"}}'
+                    for n in range(start, stop)
+                )
+            )
+        file.write("}")
+    return keys
+
+
+def best(call: Callable[[], object], calls: int = CALLS) -> tuple[float, float]:
+    """(the first call's time, the best of the next *calls*)."""
+    start = time.perf_counter()
+    call()
+    first = time.perf_counter() - start
+    times = []
+    for _ in range(calls):
+        start = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - start)
+    return first, min(times)
+
+
+def cases(blobs: dict[str, tuple[uuid.UUID, int]]) -> list[tuple[str, str, str | None]]:
+    lines, entries, keys = (blobs[kind][1] for kind in ("text", "array", "object"))
+    return [
+        ("text", f"lines:{lines - 100}-{lines - 20}", f"lines:{lines - 100}-{lines - 20}"),
+        ("text", "overview", None),
+        ("array", f"slice:{entries - 10}..{entries}", f"slice:{entries - 10}..{entries}"),
+        ("array", "overview", None),
+        ("object", f"key:key{keys - 1:08d}", f"key:key{keys - 1:08d}"),
+        ("object", f"keys:{keys - 50}..{keys}", f"keys:{keys - 50}..{keys}"),
+        ("object", "overview", None),
+    ]
+
+
+def make_blobs(store: FsBlobStore, size: int) -> dict[str, tuple[uuid.UUID, int]]:
+    blobs = {}
+    for kind, writer, suffix in (
+        ("text", write_text, ".txt"),
+        ("array", write_array, ".json"),
+        ("object", write_object, ".json"),
+    ):
+        blob_id = uuid.uuid4()
+        path = store.root / f"{blob_id}{suffix}"
+        count = writer(path, size)
+        started = time.perf_counter()
+        index = open_index(store.root, path)  # the first use of an old blob makes its index
+        assert index is not None, f"no index for the {kind} blob"
+        index.close()
+        built = time.perf_counter() - started
+        index_size = (store.root / ".index" / f"{blob_id}.idx").stat().st_size
+        print(
+            f"{kind:7} {path.stat().st_size / 2**20:8.1f} MB, {count:>12,} lines/entries/keys;"
+            f" index made in {built:6.2f} s, {index_size / 2**20:.1f} MB"
+        )
+        blobs[kind] = (blob_id, count)
+    return blobs
+
+
+def plain_read(path: Path) -> float:
+    return best(path.read_bytes, 3)[1]
+
+
+def report(
+    rows: list[tuple[str, str, float, float]], reads: dict[str, float], gb: bool, title: str
+) -> list[str]:
+    print(f"\n{title}")
+    header = f"{'blob':7} {'selector':28} {'cold':>9} {'warm':>9} {'plain read':>11} {'ratio':>8}"
+    print(header)
+    print("-" * len(header))
+    misses = []
+    for kind, name, cold, warm in rows:
+        ratio = warm / reads[kind]
+        ok = ratio <= RATIO_GOAL and (not gb or warm < WARM_GOAL_1GB)
+        verdict = "ok" if ok else "MISSES GOAL"
+        print(
+            f"{kind:7} {name:28} {cold * 1000:7.2f}ms {warm * 1000:7.2f}ms "
+            f"{reads[kind] * 1000:9.1f}ms {ratio * 100:7.3f}% {verdict}"
+        )
+        if not ok:
+            misses.append(f"{title}: {kind} {name}")
+    return misses
+
+
+def index_bench(mb: int, scratch: Path, *, gb: bool = False) -> list[str]:
+    """Run the benchmark in *scratch*; returns the goals missed."""
+    size = 1 << 30 if gb else mb << 20
+    root = scratch / "index-bench" / "blobs"
+    root.mkdir(parents=True)
+    store = FsBlobStore(root)
+    print(f"\nselectors deep inside {size / 2**20:,.0f} MB blobs, through their indexes")
+    blobs = make_blobs(store, size)
+    paths = {kind: store.path_of(blob_id) for kind, (blob_id, _) in blobs.items()}
+    reads = {kind: plain_read(path) for kind, path in paths.items()}
+    rows = []
+    for kind, name, selector in cases(blobs):
+        blob_id = str(blobs[kind][0])
+        cold, warm = best(lambda b=blob_id, s=selector: inspect_blob(store, b, s))
+        rows.append((kind, name, cold, warm))
+    misses = report(rows, reads, gb, "core inspect (the tool, the CLI)")
+    api = subprocess.run(
+        [sys.executable, __file__, "--api", str(root.parent), json.dumps(_plain(blobs))],
+        capture_output=True,
+        text=True,
+    )
+    if api.returncode != 0:
+        print(api.stderr)
+        return [*misses, "/api/inspect did not run"]
+    api_rows = [tuple(row) for row in json.loads(api.stdout.strip().splitlines()[-1])]
+    misses += report(api_rows, reads, gb, "/api/inspect (Django's test client, logged in)")
+    shutil.rmtree(scratch / "index-bench", ignore_errors=True)
+    return misses
+
+
+def _plain(blobs: dict[str, tuple[uuid.UUID, int]]) -> dict[str, list]:
+    return {kind: [str(blob_id), count] for kind, (blob_id, count) in blobs.items()}
+
+
+def _api(data: str, blobs_json: str) -> None:
+    """In a process of its own: the same selectors through /api/inspect."""
+    os.environ.update(BLOBVIEWER_DATA=data, DJANGO_SETTINGS_MODULE="blobviewer.settings")
+    os.environ.update(DEBUG="true")
+    os.environ.pop("DATABASE_URL", None)
+    database = Path(data) / "db.sqlite3"
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+    from django.test import Client
+    from django.test.utils import setup_test_environment
+
+    setup_test_environment()
+    with open(os.devnull, "w") as quiet:
+        call_command("migrate", verbosity=0, stdout=quiet)
+    from django.contrib.auth import get_user_model
+
+    user = get_user_model().objects.create_user("bench", password="bench-password-1")
+    client = Client()
+    client.force_login(user)
+    blobs = {
+        kind: (uuid.UUID(blob_id), count)
+        for kind, (blob_id, count) in json.loads(blobs_json).items()
+    }
+    rows = []
+    for kind, name, selector in cases(blobs):
+        params = {"selector": selector} if selector else {}
+        url = f"/api/inspect/{blobs[kind][0]}"
+
+        def call(url: str = url, params: dict = params) -> None:
+            response = client.get(url, params)
+            assert response.status_code == 200, (url, params, response.content[:200])
+
+        cold, warm = best(call)
+        rows.append((kind, name, cold, warm))
+    database.unlink(missing_ok=True)
+    print(json.dumps(rows))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--mb", type=int, default=100, help="size of each blob (default 100)")
+    parser.add_argument(
+        "--gb", action="store_true", help="1 GB blobs (also BLOBVIEWER_BENCH_GB=1); minutes"
+    )
+    parser.add_argument("--api", nargs=2, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.api:
+        _api(*args.api)
+        return 0
+    gb = args.gb or os.environ.get("BLOBVIEWER_BENCH_GB") == "1"
+    scratch = Path(tempfile.mkdtemp(prefix="index-bench-"))
+    atexit.register(shutil.rmtree, scratch, ignore_errors=True)
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
+    misses = index_bench(args.mb, scratch, gb=gb)
+    print("\nall goals met" if not misses else f"\ngoals missed: {'; '.join(misses)}")
+    return 1 if misses else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
