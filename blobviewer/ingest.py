@@ -34,7 +34,7 @@ import re
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -46,21 +46,32 @@ from django.db.models import Count, F, Q, Sum
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from blobviewer.blob_index import index_blobs
+from blobviewer.blob_index import BlobFacts, index_blobs
+from blobviewer.bulk_insert import insert_objects, insert_rows
 from blobviewer.importers import (
     OUR_FORMAT,
+    Recording,
     RecordingError,
     UnknownFormat,
+    folder_layout,
+    holds_runs,
     importer_version,
+    load_folder,
+    load_runs,
     load_sniffed,
     read_bytes,
     sniff,
 )
 from blobviewer.models import Blob, BlobRef, Item, PrunedSession, Session
-from blobviewer.provenance import link_made_by
+from blobviewer.provenance import link_made_by, made_by_titles
 from blobviewer.retention import session_pruned_message
 from blobviewer.search import index_session
-from blobviewer.session_facts import fill_step_durations, update_session_facts
+from blobviewer.session_facts import (
+    FACT_FIELDS,
+    fill_step_durations,
+    set_new_session_facts,
+    update_session_facts,
+)
 from core.blob_errors import BlobStoreError
 from core.blob_id import BLOB_REF, blob_created_at, find_blob_refs
 from core.blob_store import FsBlobStore
@@ -162,22 +173,112 @@ def ingest_file(
     owner: AbstractBaseUser | None = None,
     rebuild: bool = False,
 ) -> IngestResult:
-    """Ingest a session log or another agent's recording, recognised by its content.
+    """Ingest a session log or another agent's recording, recognised by its content (a
+    conversation folder, see blobviewer.importers.folder_layout, is one recording).
 
     A torn last line of a session log is skipped, to be read once it is complete. A pruned
     session raises SessionPruned unless *force* (see ingest_session). *owner* and
-    *rebuild*: as for ingest_session.
+    *rebuild*: as for ingest_session. A file of several runs, each a session of its own
+    (an OpenHands evaluation output), raises IngestError: ingest_recordings takes those.
     """
+    opened = _open_recording(path)
+    if opened.runs is not None:
+        message = (
+            f"an OpenHands evaluation output of {len(opened.runs)} runs, each a session of "
+            "its own: ingest it with manage.py ingest"
+        )
+        raise IngestError(str(path), None, message)
+    return _ingest_opened(path, opened, store=store, force=force, owner=owner, rebuild=rebuild)
+
+
+def ingest_recordings(
+    path: Path,
+    *,
+    store: FsBlobStore,
+    force: bool = False,
+    owner: AbstractBaseUser | None = None,
+    rebuild: bool = False,
+) -> list[tuple[str, IngestResult | IngestError]]:
+    """Ingest every session *path* holds: `[("", result)]` for a file or folder that is
+    one recording (as ingest_file, whose errors it raises), or, for an OpenHands
+    evaluation output, one `(label, outcome)` for each run, in line order: *label* names
+    the run (`line 3 (django__django-1)`), *outcome* is its IngestResult, or the
+    IngestError that skipped that run only (a damaged line reads `path:line: message`)."""
+    opened = _open_recording(path)
+    if opened.runs is None:
+        result = _ingest_opened(
+            path, opened, store=store, force=force, owner=owner, rebuild=rebuild
+        )
+        return [("", result)]
+    outcomes: list[tuple[str, IngestResult | IngestError]] = []
+    for number, run in opened.runs:
+        if isinstance(run, RecordingError):
+            outcomes.append((f"line {number}", IngestError(run.path, run.line, run.message)))
+            continue
+        label = f"line {number} ({run.header['meta'].get('instance_id', '')})"
+        try:
+            result = ingest_session(
+                run.header,
+                run.records,
+                source_path=str(path),
+                store=store,
+                source_format=run.format,
+                force=force,
+                owner=owner,
+                rebuild=rebuild,
+            )
+        except IngestError as error:
+            outcomes.append((label, error))
+        except Exception as error:  # noqa: BLE001 - one bad run must not stop the others
+            message = f"could not be ingested: {type(error).__name__}: {error}"
+            outcomes.append((label, IngestError(str(path), number, message)))
+        else:
+            outcomes.append((label, result))
+    return outcomes
+
+
+@dataclass(frozen=True)
+class _Opened:
+    """A recording read and recognised: our own log's bytes, another agent's recording,
+    or the runs of a file that holds several."""
+
+    kind: str
+    data: bytes = b""
+    recording: Recording | None = None
+    runs: list[tuple[int, Recording | RecordingError]] | None = None
+
+
+def _open_recording(path: Path) -> _Opened:
+    """Read and recognise *path*; raises NotARecording or IngestError (`path:line: msg`,
+    naming the event file of a conversation folder that is damaged)."""
     try:
+        if path.is_dir() and folder_layout(path) is not None:
+            recording = load_folder(path)
+            return _Opened(recording.format, recording=recording)
         data = read_bytes(path)
         kind, document = sniff(path, data)
+        if holds_runs(kind, document):
+            return _Opened(kind, runs=load_runs(path, data))
         if kind != OUR_FORMAT:
-            recording = load_sniffed(path, data, kind, document)
+            return _Opened(kind, recording=load_sniffed(path, data, kind, document))
     except UnknownFormat as error:
         raise NotARecording(str(path), error.line, error.message) from None
     except RecordingError as error:
-        raise IngestError(str(path), error.line, error.message) from None
-    if kind != OUR_FORMAT:
+        raise IngestError(error.path, error.line, error.message) from None
+    return _Opened(kind, data=data)
+
+
+def _ingest_opened(
+    path: Path,
+    opened: _Opened,
+    *,
+    store: FsBlobStore,
+    force: bool,
+    owner: AbstractBaseUser | None,
+    rebuild: bool,
+) -> IngestResult:
+    recording = opened.recording
+    if recording is not None:
         return ingest_session(
             recording.header,
             recording.records,
@@ -189,7 +290,7 @@ def ingest_file(
             rebuild=rebuild,
         )
     try:
-        log = parse_session_log(data, path)
+        log = parse_session_log(opened.data, path)
     except SessionLogError as error:
         raise IngestError(str(path), error.line or None, error.message) from None
     result = ingest_session(
@@ -286,6 +387,13 @@ def ingest_session(
             for blob_id in find_blob_refs(_text(record.get(field)))
         }
         blobs = index_blobs(referenced, store=store)
+        new_items = [_item(session_id, source_path, record) for record in new_records]
+        rederived = [
+            _item(session_id, source_path, record, pk=plan.item_pks[record["seq"]])
+            for record in rederived_records
+        ]
+        _size_promoted(new_items, new_records, blobs)
+        _size_promoted(rederived, rederived_records, blobs)
         with transaction.atomic():
             session, _ = Session.objects.update_or_create(
                 id=session_id,
@@ -311,37 +419,45 @@ def ingest_session(
                 PrunedSession.objects.filter(id=session_id).delete()
             else:
                 _check_not_pruned(session_id, source_path)
-            rederived = _rederive(session, plan, rederived_records)
-            new_items = [_item(session, record) for record in new_records]
-            fill_step_durations(session, [*new_items, *rederived])
-            items = Item.objects.bulk_create(new_items, batch_size=_BATCH)
-            rederived = Item.objects.bulk_create(rederived, batch_size=_BATCH)
-            _refresh_tokens(plan.grown_tokens)
-            refs_by_item = {item: _refs(item) for item in [*items, *rederived]}
-            BlobRef.objects.bulk_create(
-                [
-                    BlobRef(item=item, session=session, blob=blobs[blob_id])
-                    for item, refs in refs_by_item.items()
-                    for blob_id in refs
-                ],
-                batch_size=_BATCH,
-            )
-            # Which step made each blob (a rebuild's re-created items are linked again).
-            link_made_by(session, [*items, *rederived])
-            unsized = [
-                item
-                for item, record in zip(
-                    [*items, *rederived], [*new_records, *rederived_records], strict=True
+            _rederive(plan, rederived)
+            recorded_start = _datetime(header.get("created_at"))
+            status = _storable(_text(header.get("status")))
+            # A first ingest knows every item of the session: its facts and totals come
+            # from them, not from reading the rows back (checked under the lock: the
+            # plan was made before it).
+            first = plan.first and not Item.objects.filter(session_id=session_id).exists()
+            if first:
+                set_new_session_facts(
+                    session, new_items, recorded_start=recorded_start, status=status
                 )
-                if "received_bytes" not in record
-            ]
-            _set_received_bytes(session, unsized, blobs)
-            _update_totals(session)
-            update_session_facts(
-                session,
-                recorded_start=_datetime(header.get("created_at")),
-                status=_storable(_text(header.get("status"))),
+            else:
+                fill_step_durations(session, [*new_items, *rederived])
+            _insert_items(new_items, rederived)
+            written_items = [*new_items, *rederived]
+            # Which step made each blob: a new blob's row is inserted with its maker;
+            # older ones are linked after (a rebuild's re-created items, again).
+            new_blobs = [row.id for row in blobs.new]
+            for blob_id, (maker, title) in made_by_titles(
+                session, written_items, new_blobs
+            ).items():
+                blobs.rows[blob_id].made_by_id = maker.pk
+                blobs.rows[blob_id].made_by_title = title
+            blobs.save()
+            _refresh_tokens(plan.grown_tokens)
+            refs = [(item.id, blob_id) for item in written_items for blob_id in _refs(item)]
+            insert_rows(
+                BlobRef,
+                ("item_id", "session_id", "blob_id"),
+                [(item_id, session_id, blob_id) for item_id, blob_id in refs],
             )
+            link_made_by(session, written_items)
+            if first:
+                _set_totals(session, new_items, {blob_id for _, blob_id in refs})
+                session.save(update_fields=[*_TOTAL_FIELDS, *FACT_FIELDS, "updated_at"])
+            else:
+                _size_found_late(session, blobs)
+                _update_totals(session)
+                update_session_facts(session, recorded_start=recorded_start, status=status)
     except BaseException as error:
         for blob_id in written:
             store.discard_sync(blob_id)
@@ -352,15 +468,15 @@ def ingest_session(
         raise
     # After the transaction, so blob files are not read with the database locked; what a
     # failure here leaves unindexed, the next ingest of the session indexes.
-    index_session(session.id, store=store, changed_items=rederived)
+    index_session(session.id, store=store, changed_items=[item.as_model() for item in rederived])
     return IngestResult(
         session_id=session.id,
         path=source_path,
-        new_items=len(items),
+        new_items=len(new_items),
         total_items=session.item_count,
-        new_blob_refs=sum(len(refs) for refs in refs_by_item.values()),
+        new_blob_refs=len(refs),
         blobs=session.blob_count,
-        missing_blobs=sum(1 for blob in blobs.values() if blob.missing),
+        missing_blobs=sum(1 for blob in blobs.rows.values() if blob.missing),
         stored_blobs=tuple(written),
         rebuilt=plan.rebuild,
         rederived_items=len(rederived),
@@ -376,17 +492,26 @@ def recording_paths(paths: Iterable[Path]) -> list[tuple[Path, bool]]:
     """(path, named) pairs: files as given (named), and the files of folders, searched
     recursively for recording-like names, in name order. Hidden entries and blob stores
     (folders named `blobs`, whose `.json` files are blobs, not recordings) are passed over.
+    A conversation folder (OpenHands: see blobviewer.importers.folder_layout) is one
+    recording, given or found, and the files inside it are not searched.
     """
     found: list[tuple[Path, bool]] = []
     for path in paths:
-        if not path.is_dir():
+        if not path.is_dir() or folder_layout(path) is not None:
             found.append((path, True))
             continue
-        for candidate in sorted(path.rglob("*")):
+        candidates = sorted(path.rglob("*"))
+        # Recognised by what is in them (an events/ folder and its first event or state).
+        folders = {c.parent for c in candidates if c.name == "events" and folder_layout(c.parent)}
+        for candidate in candidates:
+            if folders and not folders.isdisjoint(candidate.parents):
+                continue  # inside a conversation folder: part of that recording
             parts = candidate.relative_to(path).parts
             if (
-                candidate.suffix in RECORDING_SUFFIXES
-                and candidate.is_file()
+                (
+                    candidate in folders
+                    or (candidate.suffix in RECORDING_SUFFIXES and candidate.is_file())
+                )
                 and not any(part.startswith(".") or part == "blobs" for part in parts[:-1])
                 and not parts[-1].startswith(".")
             ):
@@ -513,7 +638,7 @@ def _check_same_session(
         .first()
     )
     if existing is None:
-        return _Plan(new=list(records))
+        return _Plan(new=list(records), first=True)
     recorded_from = f"recorded from {existing['source_path']}" if existing["source_path"] else ""
     if owner is not None and existing["owner_id"] not in (None, owner.pk):
         raise _owned_by_another(session_id, source_path, existing["owner_id"])
@@ -532,7 +657,7 @@ def _check_same_session(
         .values_list("pk", "seq", "digest", "type", *_TOKEN_FIELDS)
     ]
     if not rows:  # a session not filled in yet (an upload's claim): anything goes in
-        return _Plan(new=list(records), kept_created_at=existing["created_at"])
+        return _Plan(new=list(records), kept_created_at=existing["created_at"], first=True)
 
     def differs(seq: int) -> IngestError:
         return IngestError(
@@ -615,6 +740,7 @@ class _Plan:
     grown_tokens: dict[int, dict[str, int | None]] = field(default_factory=dict)
     kept_created_at: datetime | None = None  # when the header has no time
     rebuild: bool = False
+    first: bool = False  # the session has no items yet: every item is new
 
 
 def _rebuild_plan(
@@ -707,21 +833,23 @@ def _refresh_tokens(grown: Mapping[int, Mapping[str, int | None]]) -> None:
     )
 
 
-def _rederive(session: Session, plan: _Plan, records: list[Mapping[str, Any]]) -> list[Item]:
+def _rederive(plan: _Plan, rederived: list[_NewItem]) -> None:
     """A rebuild's deletes: items no longer derived go, and so do the rows of re-derived
-    items (with their blob links, which the caller makes anew). Returns the re-derived
-    items, unsaved, with their old pk and seq, for the caller to insert again: one delete
-    and one insert instead of an update per row (Django's bulk_update writes a CASE per
-    field and row, far too slow for a session of thousands of items)."""
-    items = []
-    for record in records:
-        item = _item(session, record)
-        item.pk = plan.item_pks[record["seq"]]
-        items.append(item)
-    gone = [*plan.removed, *(item.pk for item in items)]
+    items (with their blob links, which the caller makes anew); the caller inserts the
+    re-derived items again under their old pk and seq: one delete and one insert instead
+    of an update per row (Django's bulk_update writes a CASE per field and row, far too
+    slow for a session of thousands of items)."""
+    gone = [*plan.removed, *(item.id for item in rederived)]
     for start in range(0, len(gone), _BATCH):
         Item.objects.filter(pk__in=gone[start : start + _BATCH]).delete()
-    return items
+
+
+def _insert_items(new_items: list[_NewItem], rederived: list[_NewItem]) -> None:
+    """Insert the items (a statement per few hundred rows); new ones get their pk."""
+    ids = insert_objects(Item, new_items, exclude=("id",), returning="id")
+    for item, pk in zip(new_items, ids, strict=True):
+        item.id = pk
+    insert_objects(Item, rederived)
 
 
 def _with_digests(records: Sequence[Mapping[str, Any]], source_format: str) -> list[dict[str, Any]]:
@@ -797,35 +925,86 @@ def _datetime(value: Any) -> datetime | None:
     return parsed if 2 <= parsed.year <= 9998 else None
 
 
-def _item(session: Session, record: Mapping[str, Any]) -> Item:
-    kind = record.get("type")
-    if kind not in Item.Type.values:
-        raise IngestError(session.source_path, None, f"seq {record.get('seq')}: bad type {kind!r}")
-    output = _text(record.get("output"))
+@dataclass(slots=True)
+class _NewItem:
+    """An item about to be inserted: the columns of its Item row, by attribute name (see
+    blobviewer.bulk_insert: a model instance per row costs more than all the rest)."""
+
+    session_id: uuid.UUID
+    seq: int
+    type: str
+    at: datetime | None
+    text: str
+    tool_calls: list[dict[str, Any]]
+    call_id: str
+    tool: str
+    output: str
+    is_error: bool
+    role: str
+    digest: str
+    sidechain: bool
+    output_bytes: int
+    received_bytes: int
+    input_tokens: int | None
+    output_tokens: int | None
+    context_tokens: int | None
+    note: str
+    duration: timedelta | None = None
+    id: int | None = None  # the row's pk, once inserted (a rebuild keeps the old one)
+
+    @property
+    def pk(self) -> int | None:
+        return self.id
+
+    def as_model(self) -> Item:
+        """The Item this row is (for code that wants a model instance)."""
+        return Item(**{name: getattr(self, name) for name in self.__slots__})
+
+
+def _item(
+    session_id: uuid.UUID, source_path: str, record: Mapping[str, Any], *, pk: int | None = None
+) -> _NewItem:
+    get = record.get
+    kind = get("type")
+    if kind not in _ITEM_TYPES:
+        raise IngestError(source_path, None, f"seq {get('seq')}: bad type {kind!r}")
+    output = _text(get("output"))
     output_bytes = utf8_size(output) if kind == Item.Type.TOOL_RESULT else 0
-    received = record.get("received_bytes")
+    received = get("received_bytes")
     if not isinstance(received, int) or isinstance(received, bool) or received < 0:
         received = output_bytes
-    return Item(
-        session=session,
-        seq=record["seq"],
-        type=kind,
-        at=_datetime(record.get("at")),
-        text=_storable(_text(record.get("text"))),
-        tool_calls=_storable_json(_tool_calls(record.get("tool_calls"))),
-        call_id=_storable(_text(record.get("call_id")))[:200],
-        tool=_storable(_text(record.get("tool")))[:200],
-        output=_storable(output),
-        is_error=record.get("is_error") is True,
-        role=_storable(_text(record.get("role")))[:50],
-        digest=_text(record.get("digest")),
-        sidechain=record.get("sidechain") is True,
-        output_bytes=output_bytes,
-        received_bytes=received,
-        input_tokens=_tokens(record.get("input_tokens")),
-        output_tokens=_tokens(record.get("output_tokens")),
-        context_tokens=_tokens(record.get("context_tokens")),
+    return _NewItem(
+        session_id,
+        record["seq"],
+        kind,
+        _datetime(get("at")),
+        _storable_text(get("text")),
+        _storable_json(_tool_calls(get("tool_calls"))),
+        _storable_text(get("call_id"))[:200],
+        _storable_text(get("tool"))[:200],
+        _storable(output),
+        get("is_error") is True,
+        _storable_text(get("role"))[:50],
+        _text(get("digest")),
+        get("sidechain") is True,
+        output_bytes,
+        received,
+        _tokens(get("input_tokens")),
+        _tokens(get("output_tokens")),
+        _tokens(get("context_tokens")),
+        _storable_text(get("note")),
+        id=pk,
     )
+
+
+def _storable_text(value: Any) -> str:
+    """_storable(_text(value)), the common case in one call."""
+    if not isinstance(value, str):
+        return ""
+    return value if _UNSTORABLE.search(value) is None else _storable(value)
+
+
+_ITEM_TYPES = frozenset(Item.Type.values)
 
 
 def _text(value: Any) -> str:
@@ -869,7 +1048,7 @@ def _storable_json(value: Any) -> Any:
     return value
 
 
-def _refs(item: Item) -> list[uuid.UUID]:
+def _refs(item: Item | _NewItem) -> list[uuid.UUID]:
     refs = find_blob_refs(item.text)
     for blob_id in find_blob_refs(item.output):
         if blob_id not in refs:
@@ -877,7 +1056,7 @@ def _refs(item: Item) -> list[uuid.UUID]:
     return refs
 
 
-def _promoted_blob(item: Item) -> uuid.UUID | None:
+def _promoted_blob(item: Item | _NewItem) -> uuid.UUID | None:
     """The blob a promoted tool output's summary names; None for inline outputs.
 
     An inspect result also starts with `[blob:<id>]`, but it is what the model read, never
@@ -889,26 +1068,34 @@ def _promoted_blob(item: Item) -> uuid.UUID | None:
     return uuid.UUID(match.group(1)) if match else None
 
 
-def _set_received_bytes(
-    session: Session, new_items: list[Item], blobs: Mapping[uuid.UUID, Blob]
+def _size_promoted(
+    items: list[_NewItem], records: list[Mapping[str, Any]], facts: BlobFacts
 ) -> None:
-    """Received bytes of promoted outputs: the blob's size, once the store has the blob.
+    """Received bytes of outputs promoted before ingest (our own logs: the output is the
+    summary): the blob's size, when the store has the blob. Outputs ingest promoted
+    itself carry theirs in the record."""
+    for item, record in zip(items, records, strict=True):
+        if "received_bytes" in record:
+            continue
+        blob_id = _promoted_blob(item)
+        blob = facts.rows.get(blob_id) if blob_id is not None else None
+        if blob is not None and not blob.missing and blob.size is not None:
+            item.received_bytes = blob.size
 
-    Also revisits older items of the session whose blob was missing when they were
-    ingested and has turned up since.
-    """
-    candidates = list(new_items)
-    found_late = [blob_id for blob_id, blob in blobs.items() if not blob.missing]
-    if found_late:
-        candidates += (
-            Item.objects.filter(
-                session=session, type=Item.Type.TOOL_RESULT, blob_refs__blob__in=found_late
-            )
-            .exclude(pk__in=[item.pk for item in new_items])
-            .exclude(tool="inspect")
-            .filter(received_bytes=F("output_bytes"))
-            .only("pk", "type", "tool", "output", "output_bytes", "received_bytes")
-        )
+
+def _size_found_late(session: Session, facts: BlobFacts) -> None:
+    """Revisit the session's items whose blob was missing when they were ingested and is
+    in the store now: their received bytes become the blob's size."""
+    blobs = facts.rows
+    found = [blob_id for blob_id, blob in blobs.items() if not blob.missing]
+    if not found:
+        return
+    candidates = (
+        Item.objects.filter(session=session, type=Item.Type.TOOL_RESULT, blob_refs__blob__in=found)
+        .exclude(tool="inspect")
+        .filter(received_bytes=F("output_bytes"))
+        .only("pk", "type", "tool", "output", "output_bytes", "received_bytes")
+    )
     changed = []
     for item in candidates:
         blob_id = _promoted_blob(item)
@@ -937,13 +1124,23 @@ def _update_totals(session: Session) -> None:
     session.blob_count = (
         BlobRef.objects.filter(session=session).values("blob_id").distinct().count()
     )
-    session.save(
-        update_fields=[
-            "item_count",
-            "tool_result_count",
-            "output_bytes_in_history",
-            "output_bytes_received",
-            "blob_count",
-            "updated_at",
-        ]
-    )
+    session.save(update_fields=[*_TOTAL_FIELDS, "updated_at"])
+
+
+def _set_totals(session: Session, items: list[_NewItem], blob_ids: set[uuid.UUID]) -> None:
+    """_update_totals for a session whose items are all *items*, referencing *blob_ids*;
+    not saved."""
+    session.item_count = len(items)
+    session.tool_result_count = sum(item.type == Item.Type.TOOL_RESULT for item in items)
+    session.output_bytes_in_history = sum(item.output_bytes for item in items)
+    session.output_bytes_received = sum(item.received_bytes for item in items)
+    session.blob_count = len(blob_ids)
+
+
+_TOTAL_FIELDS = (
+    "item_count",
+    "tool_result_count",
+    "output_bytes_in_history",
+    "output_bytes_received",
+    "blob_count",
+)

@@ -43,7 +43,8 @@ def rebuild_targets() -> RebuildTargets:
     sessions, gone = [], []
     for session in outdated_sessions():
         path = Path(session.source_path) if session.source_path else None
-        if path is None or not path.is_file():
+        # A file, or a folder that is one recording (an OpenHands conversation).
+        if path is None or not (path.is_file() or path.is_dir()):
             where = f"its recording {path} is gone" if path else "it has no recording path"
             gone.append(
                 f"session {session.id} ({session.title or 'untitled'}): {where}; kept as it "

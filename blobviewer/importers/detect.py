@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from blobviewer.importers import claude_code, codex, gemini, openai_chat, swe_agent
+from blobviewer.importers import claude_code, codex, gemini, openai_chat, openhands, swe_agent
 from blobviewer.importers.recording import Recording, RecordingError, UnknownFormat
 from core.history import ITEM_TYPES
 
@@ -16,7 +16,8 @@ OUR_IMPORTER_VERSION = 1
 
 # Each importer module has FORMAT and IMPORTER_VERSION; a new importer is added here.
 IMPORTERS = {
-    module.FORMAT: module for module in (claude_code, openai_chat, swe_agent, codex, gemini)
+    module.FORMAT: module
+    for module in (claude_code, openai_chat, swe_agent, codex, gemini, openhands)
 }
 
 
@@ -33,7 +34,8 @@ def importer_version(format: str) -> int:
 def sniff(path: Path, data: bytes) -> tuple[str, Any]:
     """The format (`blobviewer`, or an importer's FORMAT: see IMPORTERS) and, for the
     formats that are one JSON document, the parsed document (else None), so that nothing
-    parses the file twice. Raises UnknownFormat."""
+    parses the file twice. An OpenHands evaluation output (one run a line, each its own
+    session: see :func:`holds_runs`) is `openhands` with None. Raises UnknownFormat."""
     text = data.lstrip()
     if not text:
         raise UnknownFormat(path, None, "empty file")
@@ -53,6 +55,10 @@ def sniff(path: Path, data: bytes) -> tuple[str, Any]:
         return codex.FORMAT, None
     if gemini.looks_like_first(first):  # JSON Lines; a document on one line reads the same
         return gemini.FORMAT, None
+    if openhands.looks_like_run(first) or (
+        first is None and openhands.looks_like_damaged_run(first_line)
+    ):
+        return openhands.FORMAT, None
     try:
         document = json.loads(data)
     except (ValueError, RecursionError):
@@ -61,6 +67,8 @@ def sniff(path: Path, data: bytes) -> tuple[str, Any]:
         raise UnknownFormat(path, None, "not a recording: neither JSON nor JSON Lines") from None
     if swe_agent.looks_like(document):
         return swe_agent.FORMAT, document
+    if openhands.looks_like_events(document):
+        return openhands.FORMAT, document
     if gemini.looks_like(document):
         return gemini.FORMAT, document
     if openai_chat.looks_like(document):
@@ -69,8 +77,8 @@ def sniff(path: Path, data: bytes) -> tuple[str, Any]:
         path,
         None,
         "unknown recording format (expected a blobviewer session log, Claude Code JSONL, "
-        "a Codex rollout, a Gemini CLI session, OpenAI chat messages or a SWE-agent "
-        "trajectory)",
+        "a Codex rollout, a Gemini CLI session, OpenHands events or evaluation output, "
+        "OpenAI chat messages or a SWE-agent trajectory)",
     )
 
 
@@ -86,8 +94,10 @@ def read_bytes(path: Path) -> bytes:
 
 
 def load_recording(path: Path, data: bytes | None = None) -> Recording:
-    """Read another agent's recording (*data* if already read); raises RecordingError
-    naming the file (and line)."""
+    """Read another agent's recording (*data* if already read), or a conversation folder
+    (see :func:`folder_layout`); raises RecordingError naming the file (and line)."""
+    if data is None and folder_layout(path) is not None:
+        return load_folder(path)
     if data is None:
         data = read_bytes(path)
     kind, document = sniff(path, data)
@@ -106,4 +116,32 @@ def load_sniffed(path: Path, data: bytes, kind: str, document: Any) -> Recording
         return codex.load(path, data)
     if kind == gemini.FORMAT:
         return gemini.load(path, data, document)
+    if kind == openhands.FORMAT and document is not None:
+        return openhands.load_events(path, document)
+    if holds_runs(kind, document):
+        message = "an OpenHands evaluation output holds one session per run: read it with load_runs"
+        raise RecordingError(path, None, message)
     raise RecordingError(path, None, "a blobviewer session log: read it with read_session_log")
+
+
+def holds_runs(kind: str, document: Any) -> bool:
+    """Whether a file :func:`sniff` recognised holds several recordings, one a line (an
+    OpenHands evaluation output): read with :func:`load_runs`, not load_sniffed."""
+    return kind == openhands.FORMAT and document is None
+
+
+def load_runs(path: Path, data: bytes) -> list[tuple[int, Recording | RecordingError]]:
+    """Each run of an evaluation output with its line number: its recording, or the
+    RecordingError (naming `path:line`) that skips that run only."""
+    return openhands.load_runs(path, data)
+
+
+def folder_layout(path: Path) -> str | None:
+    """The layout of a folder that is one recording (an OpenHands conversation folder:
+    `v0` or `v1`), else None (a plain folder, searched for recordings)."""
+    return openhands.folder_layout(path)
+
+
+def load_folder(path: Path) -> Recording:
+    """The recording a conversation folder holds; raises RecordingError."""
+    return openhands.load_folder(path)

@@ -1,40 +1,100 @@
 """`manage.py ingest PATH...`: record sessions from session logs and other agents'
-recordings (files, or folders of them), each recognised by its content."""
+recordings (files, or folders of them), each recognised by its content.
+
+`--agents` adds the folders where the agents blobviewer knows keep their recordings on
+this machine (blobviewer.agent_folders); `--watch` keeps running after the first pass and
+ingests each recording again as it changes (blobviewer.watch). On a terminal a progress
+line is rewritten in place below the per-file lines (blobviewer.ingest_progress); piped,
+the output is the per-file lines and the summary only. Before anything is read, the
+database is checked (blobviewer.database_ready): the data directory's own SQLite database
+is migrated on first use, another database with migrations to apply is refused."""
 
 from __future__ import annotations
 
+import threading
 import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from django.contrib.auth.models import AbstractBaseUser
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from blobviewer.agent_folders import RecordingFilter, describe_search, find_agent_folders
 from blobviewer.data_dir import blob_store
+from blobviewer.database_ready import DatabaseNotReady, prepare_database
 from blobviewer.ingest import (
     IngestError,
+    IngestResult,
     NotARecording,
     OutdatedSession,
     SessionPruned,
-    ingest_file,
+    ingest_recordings,
     recording_paths,
 )
+from blobviewer.ingest_progress import ProgressLine, Unended, is_terminal
 from blobviewer.rebuild import rebuild_targets, still_outdated
 from blobviewer.session_ownership import NoSuchUser, user_named
+from blobviewer.watch import Seen, WatchError, WatchRoot, follow, stop_on_signals
+from core.blob_store import FsBlobStore
+
+
+@dataclass
+class _Tally:
+    """What a pass (or a watch) did, for its summary line."""
+
+    ingested: int = 0
+    failed: int = 0
+    skipped: int = 0
+    pruned: int = 0
+    outdated: int = 0
+    runs: int = 0
+    runs_ingested: int = 0
+    new_items: int = 0
+
+
+@dataclass(frozen=True)
+class _Options:
+    store: FsBlobStore
+    force: bool
+    owner: AbstractBaseUser | None
+    rebuild: bool
 
 
 class Command(BaseCommand):
     help = (
         "Ingest session logs and other agents' recordings (Claude Code JSONL, OpenAI chat "
-        "messages, SWE-agent trajectories), recognised by content: files, or folders "
-        "searched for *.jsonl, *.json and *.traj. Big tool outputs are promoted into the "
-        "blob store on the way in. Idempotent: a file ingested again, or after it grew, "
-        "adds only its new items. A damaged file is reported as path:line: message and "
-        "skipped; the others are still ingested. A session recorded by an older importer "
-        "version gets nothing appended until `ingest --rebuild` re-derives it."
+        "messages, SWE-agent trajectories, Codex, Gemini CLI, OpenHands), recognised by "
+        "content: files, or folders searched for *.jsonl, *.json, *.traj and OpenHands "
+        "conversation folders; an OpenHands evaluation output is a session per run. Big "
+        "tool outputs are promoted into the blob store on the way in. Idempotent: a file "
+        "ingested again, or after it grew, adds only its new items. A damaged file is "
+        "reported as path:line: message and skipped; the others are still ingested. A "
+        "session recorded by an older importer version gets nothing appended until "
+        "`ingest --rebuild` re-derives it. On the data directory's own SQLite database, "
+        "migrations are applied first; a DATABASE_URL database must be migrated with "
+        "`manage.py migrate`."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("paths", nargs="*", type=Path, metavar="PATH")
+        parser.add_argument(
+            "--agents",
+            action="store_true",
+            help="also ingest the folders where the agents blobviewer knows keep their "
+            "recordings on this machine (~/.claude/projects, ~/.codex/sessions, "
+            "~/.gemini/tmp, ~/.openhands/conversations and ~/.openhands/sessions), saying "
+            "which were found",
+        )
+        parser.add_argument(
+            "--watch",
+            action="store_true",
+            help="keep running: after ingesting what is there, ingest each recording again "
+            "as it changes (new files, grown files; a torn last line or a half-written "
+            "document is read once complete) until Ctrl-C or SIGTERM, then print a summary "
+            "and exit 0",
+        )
         parser.add_argument(
             "--rebuild",
             action="store_true",
@@ -66,6 +126,8 @@ class Command(BaseCommand):
         self,
         *args: Any,
         paths: list[Path],
+        agents: bool = False,
+        watch: bool = False,
         force: bool = False,
         owner: str | None = None,
         rebuild: bool = False,
@@ -74,8 +136,21 @@ class Command(BaseCommand):
     ) -> None:
         if rebuild_all and not rebuild:
             raise CommandError("--all goes with --rebuild: manage.py ingest --rebuild --all")
-        if not paths and not rebuild_all:
-            raise CommandError("give the recordings to ingest: manage.py ingest PATH...")
+        if watch and rebuild:
+            raise CommandError(
+                "--watch follows recordings as they grow; re-derive sessions first with "
+                "manage.py ingest --rebuild, then watch"
+            )
+        if not paths and not rebuild_all and not agents:
+            raise CommandError(
+                "give the recordings to ingest: manage.py ingest PATH... (or --agents)"
+            )
+        try:
+            migrated = prepare_database()
+        except DatabaseNotReady as error:
+            raise CommandError(str(error)) from None
+        if migrated:
+            self.stdout.write(migrated)
         targets = rebuild_targets() if rebuild_all else None
         if targets is not None:
             for line in targets.gone:  # kept as they are: not a failure
@@ -86,76 +161,238 @@ class Command(BaseCommand):
             owner_user = user_named(owner) if owner is not None else None
         except NoSuchUser as error:
             raise CommandError(f"--owner: {error}") from None
+        accepts: RecordingFilter | None = None
+        if agents:
+            found = find_agent_folders()
+            for line in describe_search(found):
+                self.stdout.write(line)
+            accepts = RecordingFilter(found)
+            paths = [*paths, *(entry.path for entry in found if entry.exists)]
         missing = [path for path in paths if not path.exists()]
         for path in missing:
             self.stderr.write(f"{path}: no such file or directory")
-        files = recording_paths(path for path in paths if path.exists())
-        store = blob_store()
-        failed = 0
-        new_items = 0
+        if watch and missing:
+            raise CommandError(f"{len(missing)} path(s) cannot be watched: they do not exist")
+        if watch and not paths:
+            raise CommandError("nothing to watch: no agent folder was found")
+        present = [path for path in paths if path.exists()]
+        run = _Options(blob_store(), force, owner_user, rebuild)
+        stop = threading.Event()
+        with stop_on_signals(stop):
+            if watch:
+                self._watch(present, accepts, run, stop)
+                return
+            files = self._files(present, accepts)
+            # Sessions a rebuild could not re-derive are listed before the summary.
+            tally = self._first_pass(
+                files,
+                run,
+                stop,
+                before_summary=lambda: still_outdated(targets.sessions) if targets else (),
+            )
+        if stop.is_set():
+            raise CommandError(
+                f"stopped before {len(files) - tally.done} of {len(files)} files", returncode=1
+            )
+        if tally.failed or missing:
+            raise CommandError(
+                f"{tally.failed + len(missing)} path(s) could not be ingested", returncode=1
+            )
+
+    # --- the first pass -------------------------------------------------------------------
+
+    @staticmethod
+    def _files(paths: list[Path], accepts: RecordingFilter | None) -> list[tuple[Path, bool]]:
+        files = recording_paths(paths)
+        return files if accepts is None else [f for f in files if f[1] or accepts(f[0])]
+
+    def _first_pass(
+        self,
+        files: list[tuple[Path, bool]],
+        run: _Options,
+        stop: threading.Event,
+        seen: Seen | None = None,
+        before_summary: Callable[[], Iterable[str]] = tuple,
+    ) -> _Pass:
+        """Ingest *files* in order, a line each (then *before_summary*'s lines) and the
+        summary; stops between files once *stop* is set. *seen* (watching) remembers the
+        files ingested without an error."""
         started = time.monotonic()
-        skipped = 0
-        pruned = 0
-        outdated = 0
-        for number, (path, named) in enumerate(files, start=1):
+        tally = _Pass()
+        progress = (
+            ProgressLine(Unended(self.stdout), len(files)) if is_terminal(self.stdout) else None
+        )
+        self._progress = progress
+        try:
+            for number, (path, named) in enumerate(files, start=1):
+                if stop.is_set():
+                    break
+                if progress is not None:
+                    progress.update(done=number - 1, items=tally.new_items, current=path)
+                key = Seen.key(path)
+                if self._ingest(path, named, f"[{number}/{len(files)}] ", tally, run) and seen:
+                    seen.remember(path, key)
+                tally.done = number
+        finally:
+            if progress is not None:
+                progress.clear()
+            self._progress = None
+        for line in before_summary():
+            self.stdout.write(line)
+        self.stdout.write(
+            f"{tally.ingested} of {len(files)} files ingested{tally.notes()}, "
+            f"{tally.new_items} new items, in {time.monotonic() - started:.1f}s"
+        )
+        return tally
+
+    # --- one recording ----------------------------------------------------------------------
+
+    _progress: ProgressLine | None = None
+
+    def _say(self, line: str, *, error: bool = False, quiet: bool = False) -> None:
+        """A line about one file: on a terminal above the progress line (a *quiet* line, a
+        file that added nothing, only piped: on a terminal the progress line counts it)."""
+        progress = self._progress
+        if progress is not None and quiet:
+            return
+        if progress is not None:
+            progress.clear()
+        (self.stderr if error else self.stdout).write(line)
+        if progress is not None:
+            progress.draw()
+
+    def _ingest(self, path: Path, named: bool, prefix: str, tally: _Tally, run: _Options) -> bool:
+        """Ingest one recording and report it (a line per session; an evaluation output
+        has one per run); True when nothing about it failed."""
+        try:
+            outcomes: list[tuple[str, Any]] = ingest_recordings(
+                path, store=run.store, force=run.force, owner=run.owner, rebuild=run.rebuild
+            )
+        except Exception as error:  # noqa: BLE001 - reported below, like a run's error
+            outcomes = [("", error)]
+        ok = all(isinstance(outcome, IngestResult) for _, outcome in outcomes)
+        tally.ingested += ok
+        # An evaluation output holds several runs: a line for each (label: which run).
+        for label, outcome in outcomes:
+            tally.runs += bool(label)
+            where_run = f" [{label}]" if label else ""
             try:
-                result = ingest_file(
-                    path, store=store, force=force, owner=owner_user, rebuild=rebuild
-                )
+                if isinstance(outcome, BaseException):
+                    raise outcome
+                result = outcome
             except OutdatedSession as error:  # kept as it is until a rebuild: not a failure
-                outdated += 1
-                self.stdout.write(f"[{number}/{len(files)}] {error}")
+                tally.outdated += 1
+                self._say(f"{prefix}{error}{where_run}")
                 continue
             except SessionPruned as error:  # deleted on purpose: not a failure
-                pruned += 1
-                self.stdout.write(f"[{number}/{len(files)}] {error}")
+                tally.pruned += 1
+                self._say(f"{prefix}{error}{where_run}")
                 continue
             except NotARecording as error:
                 if named:
-                    failed += 1
-                    self.stderr.write(str(error))
+                    tally.failed += 1
+                    self._say(str(error), error=True)
                 else:  # found in a folder: not every file there is a recording
-                    skipped += 1
-                    self.stdout.write(f"[{number}/{len(files)}] {path}: skipped, not a recording")
+                    tally.skipped += 1
+                    self._say(f"{prefix}{path}: skipped, not a recording")
                 continue
             except IngestError as error:
-                failed += 1
-                self.stderr.write(str(error))
+                tally.failed += 1
+                self._say(f"{error}{where_run if error.line is None else ''}", error=True)
                 continue
             except Exception as error:  # noqa: BLE001 - one bad file must not stop the run
-                failed += 1
-                self.stderr.write(f"{path}: could not be ingested: {type(error).__name__}: {error}")
+                tally.failed += 1
+                self._say(
+                    f"{path}: could not be ingested: {type(error).__name__}: {error}", error=True
+                )
                 continue
-            new_items += result.new_items
+            tally.runs_ingested += bool(label)
+            where = f"{path}{where_run}"
+            tally.new_items += result.new_items
             note = (
                 " (skipped a torn last line; it is read once complete)" if result.torn_tail else ""
             )
             missing_note = f", {result.missing_blobs} missing" if result.missing_blobs else ""
             if result.rebuilt:
-                self.stdout.write(
-                    f"[{number}/{len(files)}] {path}: rebuilt: {result.rederived_items} items "
-                    f"re-derived, +{result.new_items} new, {result.removed_items} no longer "
-                    f"derived ({result.total_items} in all); {result.reused_blobs} blobs kept, "
-                    f"{len(result.stored_blobs)} new{missing_note}{note}"
+                self._say(
+                    f"{prefix}{where}: rebuilt: {result.rederived_items} "
+                    f"items re-derived, +{result.new_items} new, {result.removed_items} no "
+                    f"longer derived ({result.total_items} in all); {result.reused_blobs} "
+                    f"blobs kept, {len(result.stored_blobs)} new{missing_note}{note}"
                 )
                 continue
-            self.stdout.write(
-                f"[{number}/{len(files)}] {path}: +{result.new_items} items "
-                f"({result.total_items} in all), {result.blobs} blobs{missing_note}{note}"
+            self._say(
+                f"{prefix}{where}: +{result.new_items} items "
+                f"({result.total_items} in all), {result.blobs} blobs{missing_note}{note}",
+                quiet=not result.new_items and not note and not missing_note,
             )
-        skipped_note = f" ({skipped} skipped: not recordings)" if skipped else ""
-        if pruned:
-            skipped_note += f" ({pruned} skipped: pruned sessions)"
-        if outdated:
-            skipped_note += f" ({outdated} skipped: recorded by another importer version)"
-        for line in still_outdated(targets.sessions) if targets is not None else ():
-            self.stdout.write(line)
+        return ok
+
+    def _flush(self) -> None:
+        """Watching, output is read as it comes (a log, `| tee`): not held in a buffer."""
+        self.stdout.flush()
+        self.stderr.flush()
+
+    # --- watching ---------------------------------------------------------------------------
+
+    def _watch(
+        self,
+        paths: list[Path],
+        accepts: RecordingFilter | None,
+        run: _Options,
+        stop: threading.Event,
+    ) -> None:
+        """The first pass over *paths*, then each changed recording again, until *stop*."""
+        roots = [WatchRoot.of(path) for path in paths]
+        seen = Seen()
+        watched = _Tally()
+        started = time.monotonic()
+
+        def first_pass() -> None:
+            self._first_pass(self._files(paths, accepts), run, stop, seen)
+            if not stop.is_set():
+                shown = ", ".join(str(path) for path in paths)
+                self.stdout.write(f"watching {shown} for changes (Ctrl-C to stop)")
+            self._flush()
+
+        def changed(recordings: list[tuple[Path, bool]]) -> None:
+            for path, named in recordings:
+                if stop.is_set():
+                    return
+                if accepts is not None and not named and not accepts(path):
+                    continue
+                key = Seen.key(path)
+                if seen.unchanged(path, key):
+                    continue  # e.g. a change the first pass already read
+                prefix = f"[{time.strftime('%H:%M:%S')}] "
+                if self._ingest(path, named, prefix, watched, run):
+                    seen.remember(path, key)
+                else:  # read again on its next change, however it failed
+                    seen.forget(path)
+            self._flush()
+
+        try:
+            follow(roots, stop=stop, on_ready=first_pass, on_changes=changed)
+        except WatchError as error:
+            raise CommandError(str(error)) from None
+        failed = f", {watched.failed} could not be ingested" if watched.failed else ""
         self.stdout.write(
-            f"{len(files) - failed - skipped - pruned - outdated} of {len(files)} files ingested"
-            f"{skipped_note}, "
-            f"{new_items} new items, in {time.monotonic() - started:.1f}s"
+            f"stopped watching after {time.monotonic() - started:.1f}s: "
+            f"{watched.ingested} changed recordings ingested{failed}, "
+            f"{watched.new_items} new items while watching"
         )
-        if failed or missing:
-            raise CommandError(
-                f"{failed + len(missing)} path(s) could not be ingested", returncode=1
-            )
+
+
+@dataclass
+class _Pass(_Tally):
+    done: int = 0  # files handled (all of them unless stopped)
+
+    def notes(self) -> str:
+        notes = f" ({self.skipped} skipped: not recordings)" if self.skipped else ""
+        if self.pruned:
+            notes += f" ({self.pruned} skipped: pruned sessions)"
+        if self.outdated:
+            notes += f" ({self.outdated} skipped: recorded by another importer version)"
+        if self.runs:
+            notes += f", {self.runs_ingested} of {self.runs} evaluation runs"
+        return notes
