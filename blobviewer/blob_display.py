@@ -3,9 +3,11 @@
 The selection itself is core's (`core.selectors`), so the page shows what the model would
 get. What this module adds is paging: a page holds at most LINES_PER_PAGE rows and about
 PAGE_BUDGET bytes of content, and a line longer than LINE_BYTES is cut with a note,
-so the HTML stays small whatever the blob's size. Plain text pages go on with a `lines:`
-selector (the URL stays a selector the model could use); JSON and grep results go on with
-a `start` row number.
+so the HTML stays small whatever the blob's size. Every page knows its neighbours
+(blobviewer.page_links): text pages go on with `lines:` windows, `slice:` and `keys:` pages
+with windows of entries or keys, grep pages with the continuation the inspect tool gives
+(the URL stays a selector the model could use); JSON shown as indented rows also goes on
+row by row within one selected value (a `start` row number).
 
 A text blob with no selector or only `lines:` steps, and a JSON blob's `slice:`, `key:` and
 `keys:` steps, are read through the blob's index (core.index, in the store's `.index/`),
@@ -25,16 +27,30 @@ from django.utils.html import escape
 
 from blobviewer.data_dir import renderings
 from blobviewer.models import Blob
+from blobviewer.page_links import (
+    NO_LINKS,
+    PageLinks,
+    grep_links,
+    line_links,
+    range_links,
+    row_links,
+    without_trailing,
+)
 from core.blob_store import JSON_SUFFIX, BlobCorrupt, BlobStoreError, FsBlobStore
 from core.content import cut_utf8, decode_text, encode_text, utf8_size
+from core.grep import Page as GrepPage
 from core.index import IndexUnusable, JsonIndex, TextIndex, open_index
 from core.index.selection import NotIndexed, materialize, select
 from core.json_values import dumps_indented
 from core.selectors import (
+    Grep,
     GrepView,
+    Keys,
+    KeysView,
     Lines,
     LinesView,
     Selector,
+    Slice,
     ValueView,
     View,
     apply_step,
@@ -47,8 +63,12 @@ LINE_BYTES = 2_000  # a longer line is shown cut, with a note
 # Bytes of escaped content per page, counted as the UTF-8 the HTML carries (a '€' is 3
 # bytes, an emoji 4, a '<' becomes `&lt;`), so non-ASCII text fits the 200 KB page too.
 PAGE_BUDGET = 120_000
-_ROW_OVERHEAD = 64  # the markup around one row: its number, anchor and line break
+# The markup around one row: its element with an id (prefixed in a reader opened in place),
+# its number as a link, the line break.
+_ROW_OVERHEAD = 128
 GREP_CONTEXT = 10  # lines shown above a grep match when following it into the text
+# A grep stops once it has a page of matches (then the page goes on with the continuation).
+GREP_PAGE = GrepPage(max_bytes=PAGE_BUDGET, max_matches=LINES_PER_PAGE, line_bytes=LINE_BYTES)
 
 # Lone surrogates (kept losslessly by the store) cannot be sent as UTF-8.
 _SURROGATES = re.compile("[\ud800-\udfff]")
@@ -66,14 +86,22 @@ class Row:
 
 @dataclass(frozen=True, slots=True)
 class Page:
+    """*rows* hold the text a page shows: numbered lines, matches, or indented JSON (for
+    which *value* keeps the selected value, so the reader can draw it as a tree)."""
+
     mode: str  # "lines" (numbered text), "json" (indented JSON) or "grep" (matches)
     rows: list[Row]
-    caption: str  # e.g. "lines 1-500 of 2,000,000"
-    # Where the neighbouring pages are: a selector (text) and/or a start row (JSON, grep).
-    next_selector: str | None = None
-    prev_selector: str | None = None
-    next_start: int | None = None
-    prev_start: int | None = None
+    caption: str  # where the page is, as `less` says it: "lines 1,201–1,240 of 1,310,720"
+    # The neighbouring pages of the selection (windows of lines, entries or keys; grep's
+    # continuation); for indented JSON, *row_links* go on row by row within the value.
+    links: PageLinks = NO_LINKS
+    row_links: PageLinks = NO_LINKS
+    value: ValueView | KeysView | None = None
+    # lines: the lines selected, of how many; grep: the lines searched, of how many.
+    first: int | None = None
+    last: int | None = None
+    total: int | None = None
+    grep: Grep | None = None  # grep: the step, to mark what matched within each line
 
     @property
     def has_cut_lines(self) -> bool:
@@ -97,8 +125,10 @@ def blob_page(blob: Blob, selector: Selector, *, store: FsBlobStore, start: int 
     if isinstance(view, LinesView):
         return _lines_page(view, selector)
     if isinstance(view, GrepView):
-        return _grep_page(view, selector, start=start)
-    return _json_page(view, start=start)
+        return _grep_page(view, selector)
+    if isinstance(view, KeysView):
+        return _keys_page(view, selector)
+    return _json_page(view, selector, start=start)
 
 
 def _selected_view(blob: Blob, selector: Selector, *, store: FsBlobStore) -> View:
@@ -116,7 +146,7 @@ def _selected_view(blob: Blob, selector: Selector, *, store: FsBlobStore) -> Vie
                     return materialize(index, select(index, selector))
             except (IndexUnusable, NotIndexed):
                 pass  # damaged or stale after all: read the blob itself
-    return evaluate(selector, store.load_sync(blob.id))
+    return evaluate(selector, store.load_sync(blob.id), grep_page=GREP_PAGE)
 
 
 # --- text ----------------------------------------------------------------------------------
@@ -154,71 +184,103 @@ def _lines_page(view: LinesView, selector: Selector) -> Page:
 
 def _paged_lines(rows_in: Iterable[Row], view: LinesView, selector: Selector) -> Page:
     rows = list(rows_in)
-    shown_last = rows[-1].number if rows else view.first - 1
-    base = _without_trailing_lines(selector)
-    next_selector = prev_selector = None
-    if shown_last is not None and shown_last < view.last:
-        next_selector = str(base.then(Lines(shown_last + 1, view.last)))
-    if view.first > 1 and _ends_with_lines(selector):
-        prev_first = max(1, view.first - LINES_PER_PAGE)
-        prev_selector = str(base.then(Lines(prev_first, view.first - 1)))
-    caption = f"lines {view.first:,}-{shown_last:,} of {view.total:,}"
-    return Page("lines", rows, caption, next_selector=next_selector, prev_selector=prev_selector)
+    shown_last = (rows[-1].number if rows else None) or view.first - 1
+    # The window is what was selected, or what fitted when the page stopped short of it.
+    cut = shown_last < view.last
+    window = (shown_last if cut else view.last) - view.first + 1
+    links = line_links(
+        _without_trailing_lines(selector),
+        first=view.first,
+        last=shown_last,
+        total=view.total,
+        window=window,
+    )
+    caption = f"lines {view.first:,}–{shown_last:,} of {view.total:,}"
+    return Page(
+        "lines", rows, caption, links=links, first=view.first, last=view.last, total=view.total
+    )
 
 
 def _without_trailing_lines(selector: Selector) -> Selector:
-    steps = list(selector.steps)
-    while steps and isinstance(steps[-1], Lines):
-        steps.pop()
-    return Selector(tuple(steps))
-
-
-def _ends_with_lines(selector: Selector) -> bool:
-    """Whether the page starts where a `lines:` step put it, so earlier lines can follow."""
-    return bool(selector.steps) and isinstance(selector.steps[-1], Lines)
+    return without_trailing(selector, Lines)
 
 
 # --- grep ----------------------------------------------------------------------------------
 
 
-def _grep_page(view: GrepView, selector: Selector, *, start: int) -> Page:
-    total = len(view.matches)
-    first = min(max(start, 1), max(total, 1))
+def _grep_page(view: GrepView, selector: Selector) -> Page:
+    """The first matches that fit a page; the next page greps on from the first match not
+    shown (or the first line not searched, when the search stopped at a page of matches),
+    as the inspect tool's continuation does (see page_links.grep_links)."""
+    found = len(view.matches)
+    step = selector.steps[-1]
+    assert isinstance(step, Grep)
     base = _without_trailing_lines(Selector(selector.steps[:-1]))
-    window = view.matches[first - 1 : first - 1 + LINES_PER_PAGE]
     rows = []
-    for row in _fit(_sized(window)):
+    for row in _fit(_sized(view.matches[:LINES_PER_PAGE])):
         n = row.number or 1
         context = base.then(Lines(max(1, n - GREP_CONTEXT), n + LINES_PER_PAGE - GREP_CONTEXT))
         rows.append(Row(n, row.text, row.cut, target=str(context)))
-    last = first + len(rows) - 1
-    caption = (
-        f"matches {first:,}-{last:,} of {total:,} for {selector.steps[-1]}"
-        if total
-        else f"no line matches {selector.steps[-1]}"
-    )
+    searched_all = view.complete  # False: the search stopped at a page of matches
+    resume = None
+    if len(rows) < found:
+        resume = view.matches[len(rows)][0]
+    elif not searched_all:
+        resume = view.last + 1
+    searched = f"lines {view.first:,}–{view.last:,}"
+    if view.total:
+        searched += f" of {view.total:,}"
+    if not found and resume is None:
+        caption = f"no lines match {step.pattern} in {searched}"
+    elif resume is None:
+        caption = f"{_plural(found, 'match', 'matches')} in {searched}"
+    elif searched_all:
+        caption = f"matches 1–{len(rows):,} of {found:,} in {searched}"
+    else:
+        caption = f"{_plural(len(rows), 'match', 'matches')} in {searched}; more follow"
+    links = grep_links(selector, searched_first=view.first, resume=resume)
     return Page(
         "grep",
         rows,
         caption,
-        next_start=last + 1 if last < total else None,
-        prev_start=max(1, first - LINES_PER_PAGE) if first > 1 else None,
+        links=links,
+        first=view.first,
+        last=view.last,
+        total=view.total,
+        grep=step,
     )
+
+
+def _plural(count: int, one: str, many: str) -> str:
+    return f"{count:,} {one if count == 1 else many}"
 
 
 # --- JSON ----------------------------------------------------------------------------------
 
 
-def _json_page(view: ValueView, *, start: int) -> Page:
+def _json_page(view: ValueView, selector: Selector, *, start: int) -> Page:
     text = dumps_indented(view.value)
     total = text.count("\n") + 1
     first = min(max(start, 1), total)
-    rows = [Row(None, row.text, row.cut) for row in _fit(_sized(_json_lines(text, first)))]
-    caption = ""
-    if view.start is not None:
+    rows = list(_fit(_sized(_json_lines(text, first))))
+    caption, links = "", NO_LINKS
+    if view.start is not None:  # a slice: windows of as many entries
         stop = view.start + len(view.value)
-        caption = f"entries {view.start}..{stop} of {view.total:,} — "
-    return _paged_json(rows, first, total, caption)
+        caption = f"entries {view.start}..{stop} of {view.total or 0:,} · "
+        base = without_trailing(selector, Slice)
+        links = range_links(base, Slice, start=view.start, stop=stop, total=view.total or 0)
+    return _paged_json(rows, first, total, caption, links=links, value=view)
+
+
+def _keys_page(view: KeysView, selector: Selector) -> Page:
+    """`keys:A..B`: one key line (name and shape) a row, paged by windows of keys."""
+    stop = view.start + len(view.keys)
+    rows = list(_fit(_sized(enumerate(view.lines(), start=1))))
+    links = range_links(
+        without_trailing(selector, Keys), Keys, start=view.start, stop=stop, total=view.total
+    )
+    caption = f"keys {view.start}..{stop} of {view.total:,}"
+    return Page("json", rows, caption, links=links, value=view)
 
 
 def _rendered_json_page(blob: Blob, *, start: int) -> Page | None:
@@ -236,21 +298,27 @@ def _rendered_json_page(blob: Blob, *, start: int) -> Page | None:
         total = index.line_count
         first = min(max(start, 1), total)
         lines = index.read_lines(first, first + LINES_PER_PAGE - 1, max_line_bytes=LINE_BYTES)
-    rows = [
-        Row(None, row.text, row.cut)
-        for row in _fit((line.number, line.text, line.size) for line in lines)
-    ]
+    rows = list(_fit((line.number, line.text, line.size) for line in lines))
     return _paged_json(rows, first, total)
 
 
-def _paged_json(rows: list[Row], first: int, total: int, caption: str = "") -> Page:
+def _paged_json(
+    rows: list[Row],
+    first: int,
+    total: int,
+    caption: str = "",
+    *,
+    links: PageLinks = NO_LINKS,
+    value: ValueView | None = None,
+) -> Page:
     last = first + len(rows) - 1
     return Page(
         "json",
         rows,
-        f"{caption}JSON lines {first:,}-{last:,} of {total:,}",
-        next_start=last + 1 if last < total else None,
-        prev_start=max(1, first - LINES_PER_PAGE) if first > 1 else None,
+        f"{caption}JSON lines {first:,}–{last:,} of {total:,}",
+        links=links,
+        row_links=row_links(first=first, shown=len(rows), total=total, per_page=LINES_PER_PAGE),
+        value=value,
     )
 
 

@@ -23,7 +23,7 @@ from django.utils.cache import add_never_cache_headers, patch_vary_headers
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from blobviewer.blob_display import Page, blob_page, selector_url
+from blobviewer.blob_display import blob_page
 from blobviewer.blob_index import as_missing, blob_for_view, indexed_blob, store_index_note
 from blobviewer.blob_listing import blob_rows, filter_choices
 from blobviewer.blob_listing import sort_headers as blob_sort_headers
@@ -38,6 +38,7 @@ from blobviewer.forms import (
 )
 from blobviewer.models import ApiToken, Blob, Item, PrunedBlob, Session, ShareLink
 from blobviewer.provenance import blob_provenance, timeline_url
+from blobviewer.reader import reader_view
 from blobviewer.retention import pruned_blob
 from blobviewer.search_results import (
     FIND_PARAM,
@@ -154,9 +155,18 @@ def _blob_view_context(
         "base_url": base_url,
         "view_id": view_id,
         "in_place": view_id != _PAGE_VIEW_ID,
-        "prev_url": _neighbour_url(base_url, selector, page, "prev"),
-        "next_url": _neighbour_url(base_url, selector, page, "next"),
     }
+    context["reader"] = reader_view(
+        request,
+        blob,
+        page,
+        selector=form.parsed if form.is_valid() else None,
+        selector_text=selector,
+        base_url=base_url,
+        view_id=view_id,
+        in_place=context["in_place"],
+        store=blob_store(),
+    )
     return context, status
 
 
@@ -173,17 +183,6 @@ def _unauthorized(request: HttpRequest, message: str) -> HttpResponse:
     )
     response["WWW-Authenticate"] = 'Bearer realm="blobviewer"'
     return response
-
-
-def _neighbour_url(base_url: str, selector: str, page: Page | None, direction: str) -> str:
-    """The URL of the previous or next page of a blob view; "" when there is none."""
-    if page is None:
-        return ""
-    if neighbour := getattr(page, f"{direction}_selector"):
-        return selector_url(base_url, neighbour)
-    if start := getattr(page, f"{direction}_start"):
-        return selector_url(base_url, selector, start)
-    return ""
 
 
 # --- sessions ------------------------------------------------------------------------------

@@ -43,5 +43,5 @@ def test_a_busy_server_answers_beside_the_selector_box(
 
     page.press("#blob-view-selector", "Enter")
 
-    expect(page.locator("#blob-view .caption")).to_contain_text("matches 1-10 of 10")
+    expect(page.locator("#blob-view .caption")).to_contain_text("10 matches in lines 1–300 of 300")
     expect(page.locator("#blob-view-error")).to_have_count(0)

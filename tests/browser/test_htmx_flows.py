@@ -27,14 +27,14 @@ def test_it_opens_a_session_and_a_blob_in_place(page, live_server, sample_sessio
     page.locator("#step-3 a.blob-ref").click()
 
     in_place = page.locator("#item-3-blob.blob-view.in-place")
-    expect(in_place).to_contain_text("lines 1-300 of 300")
+    expect(in_place).to_contain_text("lines 1–300 of 300")
     expect(in_place).to_contain_text("step 1: compiling module_1.py ... ok")
     expect(page).to_have_url(session_url)  # opening in place leaves the address alone
 
     # The selector box inside keeps working in place.
     in_place.locator("input[name=selector]").fill("lines:42-43")
     in_place.locator("input[name=selector]").press("Enter")
-    expect(in_place).to_contain_text("lines 42-43 of 300")
+    expect(in_place).to_contain_text("lines 42–43 of 300")
     expect(page).to_have_url(session_url)
     assert page.problems.csp_violations == []
 
@@ -63,7 +63,7 @@ def test_an_inspect_call_opens_what_the_model_read(page, live_server, sample_ses
 
     page.click("#step-5 a.inspect-link")
 
-    expect(page.locator("#item-5-blob")).to_contain_text("lines 2-3 of 300")
+    expect(page.locator("#item-5-blob")).to_contain_text("lines 2–3 of 300")
 
 
 def test_a_selector_swaps_the_view_and_the_address_bar_reproduces_it(
@@ -76,12 +76,12 @@ def test_a_selector_swaps_the_view_and_the_address_bar_reproduces_it(
     page.fill("#blob-view-selector", "grep:module_7[0-9]\\.")
     page.press("#blob-view-selector", "Enter")
 
-    expect(page.locator("#blob-view .caption")).to_contain_text("matches 1-10 of 10")
+    expect(page.locator("#blob-view .caption")).to_contain_text("10 matches in lines 1–300 of 300")
     expect(page).to_have_url(re.compile(r"\?selector=grep%3Amodule_7%5B0-9%5D%5C\.$"))
     assert page.evaluate("window.notReloaded") is True  # swapped, not reloaded
 
     page.reload()
-    expect(page.locator("#blob-view .caption")).to_contain_text("matches 1-10 of 10")
+    expect(page.locator("#blob-view .caption")).to_contain_text("10 matches in lines 1–300 of 300")
     expect(page.locator("#blob-view-selector")).to_have_value("grep:module_7[0-9]\\.")
 
     # Following a match opens the text around it, at the line's anchor.
@@ -105,11 +105,11 @@ def test_back_returns_to_the_previous_view(page, live_server, sample_session):
     page.goto(f"{live_server.url}/blobs/{sample_session.text_blob}/?selector=lines:5-6")
     page.fill("#blob-view-selector", "lines:100-101")
     page.press("#blob-view-selector", "Enter")
-    expect(page.locator("#blob-view .caption")).to_contain_text("lines 100-101 of 300")
+    expect(page.locator("#blob-view .caption")).to_contain_text("lines 100–101 of 300")
 
     page.go_back()
 
-    expect(page.locator("#blob-view .caption")).to_contain_text("lines 5-6 of 300")
+    expect(page.locator("#blob-view .caption")).to_contain_text("lines 5–6 of 300")
 
 
 def test_a_share_link_opens_in_a_fresh_browser_without_login(
@@ -123,11 +123,11 @@ def test_a_share_link_opens_in_a_fresh_browser_without_login(
     stranger = new_page()
     stranger.goto(share_url)
 
-    expect(stranger.locator("#blob-view .caption")).to_contain_text("lines 7-9 of 300")
+    expect(stranger.locator("#blob-view .caption")).to_contain_text("lines 7–9 of 300")
     expect(stranger.locator("text=Log out")).to_have_count(0)
     stranger.fill("#blob-view-selector", "lines:20-21")
     stranger.press("#blob-view-selector", "Enter")
-    expect(stranger.locator("#blob-view .caption")).to_contain_text("lines 20-21 of 300")
+    expect(stranger.locator("#blob-view .caption")).to_contain_text("lines 20–21 of 300")
     assert stranger.url.startswith(share_url.split("?")[0])
 
     # Revoked (on the confirmation page), the link stops working.
@@ -147,7 +147,7 @@ def test_a_hostile_blob_raises_no_dialog(page, live_server, sample_session):
     expect(page.locator("#L1")).to_be_visible()
     page.fill("#blob-view-selector", "grep:script")
     page.press("#blob-view-selector", "Enter")
-    expect(page.locator("#blob-view .caption")).to_contain_text("matches 1-50 of 50")
+    expect(page.locator("#blob-view .caption")).to_contain_text("50 matches in lines 1–50 of 50")
     page.goto(f"{live_server.url}/blobs/{blob_id}/raw")
     page.wait_for_timeout(300)
 

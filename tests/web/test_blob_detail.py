@@ -33,8 +33,11 @@ def test_it_shows_the_facts_and_the_first_lines_of_a_text_blob(logged_in_client,
     assert "<dt>Kind</dt><dd>text</dd>" in html
     assert "300 lines" in html
     assert "12,084 bytes" in html
-    assert "lines 1-300 of 300" in html
-    assert '<a class="ln" id="L1" href="#L1">1</a>step 1: compiling module_1.py ... ok' in html
+    assert "lines 1–300 of 300" in html
+    assert (
+        '<span class="r" id="L1"><a class="ln" href="#L1" tabindex="-1">1</a>'
+        "step 1: compiling module_1.py ... ok\n</span>"
+    ) in html
     assert 'id="L300"' in html
     # Referenced by the session that promoted it; links to raw and to sharing.
     assert sample_session.session.get_absolute_url() in html
@@ -49,7 +52,7 @@ def test_it_answers_htmx_with_the_view_fragment_only(logged_in_client, sample_se
     html = response.content.decode()
     assert html.lstrip().startswith('<section id="blob-view"')
     assert "<html" not in html and "Referenced by" not in html
-    assert "lines 2-3 of 300" in html
+    assert "lines 2–3 of 300" in html
     assert 'id="L2"' in html and 'id="L4"' not in html
     assert "HX-Request" in response["Vary"]
 
@@ -69,23 +72,27 @@ def test_it_pages_long_texts_with_lines_selectors(logged_in_client, text_blob):
 
     html = logged_in_client.get(url(blob_id)).content.decode()
 
-    assert f"lines 1-{LINES_PER_PAGE} of 1,200" in html
-    next_url = url(blob_id, f"lines:{LINES_PER_PAGE + 1}-1200")
+    assert f"lines 1–{LINES_PER_PAGE} of 1,200" in html
+    # The next page is a window as wide as the one shown.
+    next_url = url(blob_id, f"lines:{LINES_PER_PAGE + 1}-{2 * LINES_PER_PAGE}")
     assert f'href="{next_url}"' in html.replace("&amp;", "&")
     assert f'id="L{LINES_PER_PAGE + 1}"' not in html
 
     html = logged_in_client.get(url(blob_id, "lines:1101-")).content.decode()
-    assert "lines 1,101-1,200 of 1,200" in html
-    assert url(blob_id, "lines:601-1100") in html.replace("&amp;", "&")
+    assert "lines 1,101–1,200 of 1,200" in html
+    assert url(blob_id, "lines:1001-1100") in html.replace("&amp;", "&")
 
 
-def test_it_shows_json_indented(logged_in_client, sample_session):
-    response = logged_in_client.get(url(sample_session.json_blob, "slice:1..3"))
+def test_it_shows_json_indented_as_raw(logged_in_client, sample_session):
+    response = logged_in_client.get(url(sample_session.json_blob, "slice:1..3", **{"as": "raw"}))
 
     html = response.content.decode()
     assert response.status_code == 200
     assert "entries 1..3 of 60" in html
-    assert "  {\n    &quot;id&quot;: 1,\n    &quot;title&quot;: &quot;issue 1&quot;," in html
+    assert (
+        '<span class="ln">2</span>  {\n</span><span class="r"><span class="ln">3</span>'
+        "    &quot;id&quot;: 1,\n</span>"
+    ) in html
 
 
 def test_it_shows_a_key_holding_a_string_as_numbered_text(logged_in_client, json_blob):
@@ -93,7 +100,7 @@ def test_it_shows_a_key_holding_a_string_as_numbered_text(logged_in_client, json
 
     html = logged_in_client.get(url(blob_id, "key:log")).content.decode()
 
-    assert '<a class="ln" id="L2" href="#L2">2</a>second' in html
+    assert '<span class="r" id="L2"><a class="ln" href="#L2" tabindex="-1">2</a>second' in html
 
 
 def test_it_shows_grep_matches_with_links_into_the_text(logged_in_client, sample_session):
@@ -101,20 +108,22 @@ def test_it_shows_grep_matches_with_links_into_the_text(logged_in_client, sample
         url(sample_session.text_blob, "grep:module_7[0-9]\\.")
     ).content.decode()
 
-    assert "matches 1-10 of 10" in html
+    assert "10 matches in lines 1–300 of 300" in html
     target = url(sample_session.text_blob, "lines:60-560") + "#L70"
-    assert f'<a class="ln" href="{target}">70</a>step 70: compiling' in html.replace("&amp;", "&")
+    row = f'<a class="ln" href="{target}" tabindex="-1">70</a>'
+    assert row + "step 70: compiling <mark>module_70.</mark>" in html.replace("&amp;", "&")
 
 
-def test_it_pages_json_with_a_start_row(logged_in_client, json_blob):
+def test_it_pages_raw_json_with_a_start_row(logged_in_client, json_blob):
     blob_id = json_blob(list(range(2000)))
+    raw = {"as": "raw"}
 
-    html = logged_in_client.get(url(blob_id)).content.decode()
-    assert f"JSON lines 1-{LINES_PER_PAGE} of 2,002" in html
-    assert url(blob_id, start=str(LINES_PER_PAGE + 1)) in html.replace("&amp;", "&")
+    html = logged_in_client.get(url(blob_id, **raw)).content.decode()
+    assert f"JSON lines 1–{LINES_PER_PAGE} of 2,002" in html
+    assert url(blob_id, start=str(LINES_PER_PAGE + 1), **raw) in html.replace("&amp;", "&")
 
-    html = logged_in_client.get(url(blob_id, start="2001")).content.decode()
-    assert "JSON lines 2,001-2,002 of 2,002" in html
+    html = logged_in_client.get(url(blob_id, start="2001", **raw)).content.decode()
+    assert "JSON lines 2,001–2,002 of 2,002" in html
 
 
 @pytest.mark.parametrize(
@@ -213,10 +222,12 @@ def test_it_opens_in_place_on_a_timeline_without_touching_the_address_bar(
 
     html = logged_in_client.get(url(sample_session.text_blob), headers=headers).content.decode()
 
-    assert html.lstrip().startswith('<section id="item-3-blob" class="blob-view in-place"')
+    assert html.lstrip().startswith('<section id="item-3-blob" class="blob-view in-place reader"')
     assert 'hx-target="#item-3-blob"' in html
     assert 'hx-push-url="false"' in html and 'hx-push-url="true"' not in html
-    assert 'id="L1"' not in html  # line anchors belong to the blob's own page
+    # Line anchors carry the reader's prefix, so several readers on a page stay unique.
+    assert 'id="L1"' not in html
+    assert 'id="item-3-blob-L1"' in html and 'href="#item-3-blob-L1"' in html
     assert "open on its own page" in html
 
 

@@ -162,8 +162,8 @@ def test_an_unindexed_text_blob_is_read_through_the_store_with_a_note(
     html = response.content.decode()
     assert "<dt>Kind</dt><dd>text</dd>" in html
     assert "100 lines" in html and "(792 bytes)" in html
-    assert "lines 20-21 of 100" in html
-    assert '<a class="ln" id="L20" href="#L20">20</a>line 20' in html
+    assert "lines 20–21 of 100" in html
+    assert '<span class="r" id="L20"><a class="ln" href="#L20" tabindex="-1">20</a>line 20' in html
     assert 'id="L22"' not in html
     assert NOT_INDEXED in html and COMMAND in html
     assert "No recorded session references this blob." in html
@@ -179,7 +179,8 @@ def test_an_unindexed_json_blob_is_read_with_selectors_too(logged_in_client, sto
 
     assert "<dt>Kind</dt><dd>json_object</dd>" in html and "2 keys" in html
     assert "entries 3..5 of 30" in html
-    assert "&quot;n&quot;: 3" in html and "&quot;n&quot;: 5" not in html
+    # The tree links each entry to its own selector: 3 and 4 are there, 5 is not.
+    assert "key%3Aitems+%7C+slice%3A3..4" in html and "slice%3A5..6" not in html
     assert NOT_INDEXED in html
 
 
@@ -200,7 +201,7 @@ def test_the_htmx_fragment_of_an_unindexed_blob_carries_the_note(logged_in_clien
     ).content.decode()
 
     assert html.lstrip().startswith('<section id="blob-view"')
-    assert NOT_INDEXED in html and "lines 2-2 of 3" in html
+    assert NOT_INDEXED in html and "lines 2–2 of 3" in html
 
 
 def test_an_unindexed_blob_that_cannot_be_read_is_an_error_on_the_page(logged_in_client, store):
@@ -259,7 +260,7 @@ def test_an_indexed_blob_page_has_no_note_and_writes_nothing(
 ):
     html = get(logged_in_client, blob_url(sample_session.text_blob)).content.decode()
 
-    assert "lines 1-300 of 300" in html
+    assert "lines 1–300 of 300" in html
     assert NOT_INDEXED not in html and APPEARED not in html
 
 
@@ -313,8 +314,9 @@ def test_a_big_unindexed_text_page_reads_only_its_lines_after_one_pass(
 
     html = get(logged_in_client, blob_url(blob_id), selector="lines:199999-").content.decode()
 
-    assert "lines 199,999-200,000 of 200,000" in html
-    assert '<a class="ln" id="L200000" href="#L200000">200000</a>row 200000' in html
+    assert "lines 199,999–200,000 of 200,000" in html
+    row = '<span class="r" id="L200000"><a class="ln" href="#L200000" tabindex="-1">200000</a>'
+    assert row + "row 200000" in html
 
 
 def test_the_marker_lives_beside_the_store_not_in_it(store, data_dir):

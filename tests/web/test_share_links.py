@@ -85,7 +85,7 @@ def test_it_shows_the_blob_through_the_link_without_login(client, share):
 
     assert response.status_code == 200
     html = response.content.decode()
-    assert "lines 2-3 of 300" in html
+    assert "lines 2–3 of 300" in html
     assert 'id="L2"' in html and 'id="L4"' not in html
     assert "Log out" not in html and "My share links" not in html
     assert "Referenced by" not in html and "Create share link" not in html
@@ -102,7 +102,7 @@ def test_a_visitor_may_change_the_selector_within_the_blob(client, share):
     html = response.content.decode()
     assert response.status_code == 200
     assert html.lstrip().startswith('<section id="blob-view"')
-    assert "lines 10-11 of 300" in html
+    assert "lines 10–11 of 300" in html
     assert f'hx-get="{url}"' in html
 
 
