@@ -28,6 +28,8 @@ pytestmark = pytest.mark.django_db
 TOKENS = ("input_tokens", "output_tokens", "context_tokens")
 # The module, not the function of the same name that the package exports.
 detect = importlib.import_module("blobviewer.importers.detect")
+# The Claude Code importer's version as this suite starts (tests bump it past this).
+CLAUDE_VERSION = claude_code.IMPORTER_VERSION
 
 
 def ingest(*args: Any) -> tuple[str, str]:
@@ -86,9 +88,9 @@ def claude_code_id() -> uuid.UUID:
 
 
 def bump(monkeypatch: pytest.MonkeyPatch, change: Any = None) -> None:
-    """A new Claude Code importer: version 2, deriving what *change* makes of version 1's
-    records."""
-    monkeypatch.setattr(claude_code, "IMPORTER_VERSION", 2)
+    """A new Claude Code importer: the next version, deriving what *change* makes of the
+    current version's records."""
+    monkeypatch.setattr(claude_code, "IMPORTER_VERSION", CLAUDE_VERSION + 1)
     if change is not None:
         original = claude_code.load
 
@@ -121,7 +123,7 @@ def test_a_plain_reingest_of_an_unchanged_recording_adds_nothing(claude, data_di
     assert "+0 items" in out and err == ""
     assert list(Item.objects.order_by("seq").values_list("pk", "seq", "digest", *TOKENS)) == before
     assert blob_files(data_dir) == blobs
-    assert Session.objects.get(id=session.id).importer_version == 1
+    assert Session.objects.get(id=session.id).importer_version == CLAUDE_VERSION
 
 
 def test_items_are_keyed_by_their_source_records_not_by_the_importers_output(
@@ -165,7 +167,7 @@ def test_a_plain_ingest_of_an_older_versions_session_appends_nothing_and_says_to
     lines = [line for line in out.splitlines() if "--rebuild" in line]
     assert len(lines) == 1
     assert str(claude) in lines[0] and str(session_id) in lines[0]
-    assert "older claude_code importer (version 0; this is version 1)" in lines[0]
+    assert f"older claude_code importer (version 0; this is version {CLAUDE_VERSION})" in lines[0]
     assert err == ""
     assert Item.objects.count() == count
     assert "0 of 1 files ingested (1 skipped: recorded by another importer version)" in out
@@ -204,7 +206,7 @@ def test_a_rebuild_fills_in_what_an_old_session_lacks_and_keeps_its_blobs_and_se
     assert f"rebuilt: {len(seqs)} items re-derived, +0 new, 0 no longer derived" in out
     assert f"{len(refs)} blobs kept, 0 new" in out
     session = Session.objects.get(id=session_id)
-    assert session.importer_version == 1
+    assert session.importer_version == CLAUDE_VERSION
     assert session.step_count > 0 and session.started_at is not None
     # New fields appear; every item keeps its seq (and row), every blob its id.
     assert Item.objects.filter(session=session, input_tokens__gt=0).exists()
@@ -247,7 +249,7 @@ def test_a_rebuild_stores_a_new_blob_only_for_an_output_that_changed(
     assert blobs <= blob_files(data_dir)
     item = Item.objects.get(session_id=session_id, seq=changed_seq)
     assert item.output.startswith(f"[blob:{new_blob}]")
-    assert Session.objects.get(id=session_id).importer_version == 2
+    assert Session.objects.get(id=session_id).importer_version == CLAUDE_VERSION + 1
 
 
 def test_an_item_the_new_importer_no_longer_derives_leaves_a_gap_and_new_ones_go_last(
@@ -322,7 +324,7 @@ def test_a_rebuild_refuses_another_recording_that_claims_the_session(
 
     item = Item.objects.get()
     assert item.text == "the real run"
-    assert Session.objects.get().importer_version == 1
+    assert Session.objects.get().importer_version == CLAUDE_VERSION
 
 
 def test_rebuild_all_rederives_each_old_session_from_its_recording(
@@ -340,7 +342,7 @@ def test_rebuild_all_rederives_each_old_session_from_its_recording(
     out, err = ingest("--rebuild", "--all")  # no CommandError: a gone recording is no failure
 
     assert err == ""
-    assert Session.objects.get(id=claude_code_id()).importer_version == 1
+    assert Session.objects.get(id=claude_code_id()).importer_version == CLAUDE_VERSION
     gone = [line for line in out.splitlines() if str(traj_session.id) in line]
     assert len(gone) == 1 and "is gone; kept as it is" in gone[0] and str(traj) in gone[0]
     kept = Session.objects.get(id=traj_session.id)
