@@ -14,9 +14,10 @@ files, and what that rests on:
   (OpenHands' documentation: "OpenHands CLI automatically saves your conversation history
   in ~/.openhands/conversations"; OH_PERSISTENCE_DIR "defaults to ~/.openhands"); the V0
   app's local file store puts a conversation in `sessions/<id>/events/<n>.json` under its
-  `file_store_path` (openhands/storage/locations.py), which `~/.openhands` is for a local
-  install. Only conversation folders (see blobviewer.importers.folder_layout) count there:
-  the rest is OpenHands' settings and state.
+  `file_store_path`, or in `users/<user id>/conversations/<id>/` when it runs with user
+  ids (openhands/storage/locations.py); `~/.openhands` is that file store for a local
+  install. Only conversation folders (see blobviewer.importers.folder_layout) count in
+  these three: the rest is OpenHands' settings and state.
 
 Which files inside these folders are recordings is still decided by their content at
 ingest; `holds` only keeps other files of the agent's own (its logs, settings, caches) from
@@ -71,6 +72,7 @@ KNOWN_FOLDERS: tuple[AgentFolder, ...] = (
     AgentFolder("Gemini CLI", ".gemini/tmp", _gemini_chat),
     AgentFolder("OpenHands", ".openhands/conversations", _conversation_folder),
     AgentFolder("OpenHands", ".openhands/sessions", _conversation_folder),
+    AgentFolder("OpenHands", ".openhands/users", _conversation_folder),
 )
 
 

@@ -137,10 +137,6 @@ def query(data: Path, sql: str, *params: Any) -> list[tuple[Any, ...]]:
         return []
 
 
-def tables(data: Path) -> list[str]:
-    return [row[0] for row in query(data, "SELECT name FROM sqlite_master WHERE type='table'")]
-
-
 def expected_items(path: Path) -> tuple[uuid.UUID, int]:
     """The session id and item count an importer derives from *path* as it is now (the
     importer alone, no database): what ingest must have recorded, no more, no less."""

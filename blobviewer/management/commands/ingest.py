@@ -84,8 +84,8 @@ class Command(BaseCommand):
             action="store_true",
             help="also ingest the folders where the agents blobviewer knows keep their "
             "recordings on this machine (~/.claude/projects, ~/.codex/sessions, "
-            "~/.gemini/tmp, ~/.openhands/conversations and ~/.openhands/sessions), saying "
-            "which were found",
+            "~/.gemini/tmp, and OpenHands' ~/.openhands/conversations, sessions and users), "
+            "saying which were found",
         )
         parser.add_argument(
             "--watch",
