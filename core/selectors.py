@@ -386,6 +386,8 @@ class KeysView:
 
 def key_line(name: str, value_shape: str) -> str:
     """One key line: the key as shown on one line, and the shape of its value."""
+    if name.isascii() and name.isprintable() and name and name == name.strip():
+        return f"{name}: {value_shape}"  # as display_key shows it, found quicker
     return f"{display_key(name)}: {value_shape}"
 
 

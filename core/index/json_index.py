@@ -36,7 +36,7 @@ from array import array
 from bisect import bisect_left
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, BinaryIO, overload
+from typing import Any, BinaryIO, NamedTuple, overload
 
 import orjson
 
@@ -587,8 +587,7 @@ def key_from_literal(literal: bytes) -> str:
 # -- reading ----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class Table:
+class Table(NamedTuple):  # a NamedTuple: made by the thousand while a page is read
     """A container's table: where it is in the index, and the container's own span."""
 
     at: int
@@ -598,8 +597,7 @@ class Table:
     end: int  # just past its "]" or "}"
 
 
-@dataclass(frozen=True, slots=True)
-class Node:
+class Node(NamedTuple):
     """A JSON value in the blob: its kind, size (entries, keys, characters; 0 for other
     kinds and for a top-level scalar) and span; *table* when its parts are indexed."""
 
@@ -722,9 +720,24 @@ class JsonIndex:
     def key_names(
         self, table: Table, start: int, stop: int, *, tables: bool = False
     ) -> Iterator[tuple[str, Node]]:
-        """(name, value node) of keys start..stop-1, reading only the names' bytes."""
-        for node, key_at in self.key_spans(table, start, stop, tables=tables):
-            yield key_from_literal(self.blob.exact(key_at, node.start - 1 - key_at)), node
+        """(name, value node) of keys start..stop-1, reading the names' bytes: a few keys
+        at a time, with one read for names only a small value apart."""
+        spans = self.key_spans(table, start, stop, tables=tables)
+        batch = 8
+        while keys := list(itertools.islice(spans, batch)):
+            batch = min(batch * 2, 64)
+            first = 0
+            for last in range(len(keys)):
+                following = keys[last + 1][1] if last + 1 < len(keys) else None
+                end = keys[last][0].start - 1  # just past this name's closing quote
+                if following is not None and following - end <= NAME_GAP:
+                    continue
+                begin = keys[first][1]
+                data = self.blob.exact(begin, end - begin)
+                for node, key_at in keys[first : last + 1]:
+                    literal = data[key_at - begin : node.start - 1 - begin]
+                    yield key_from_literal(literal), node
+                first = last + 1
 
     def find(self, table: Table, name: str) -> Node | None:
         """The value of key *name* in an object table, or None: an interpolation search in
@@ -787,6 +800,10 @@ class JsonIndex:
         if len(data) <= limit:
             return Shown(line, len(data), False)
         return Shown(decode_text(cut_utf8(data, limit)), len(data), True)
+
+
+# Names closer than this (their values smaller) are read together, in one read.
+NAME_GAP = 256
 
 
 def _parse(data: bytes) -> Any:
