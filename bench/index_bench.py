@@ -10,8 +10,10 @@ time is printed too. Then, for each blob: `lines:`, `slice:`, `key:`, `keys:` de
 and the overview, through core's `inspect` and through `/api/inspect` (Django's test
 client, in a second process). Times are the best of 5 warm calls (the first, cold call is
 printed beside). Goals: every call <= 1% of one plain read, and warm calls under 20 ms on
-1 GB. `--gb` makes the blobs 1 GB each (several minutes, ~3 GB of disk); never in tests.
-The scratch folder is removed at exit.
+1 GB; for /api/inspect, the time above its cheapest request (a 404, which costs the same
+session check and routing) is judged, and the whole time is printed beside. `--gb` makes
+the blobs 1 GB each (several minutes, ~3 GB of disk); never in tests. The scratch folder
+is removed at exit.
 """
 
 from __future__ import annotations
@@ -148,21 +150,35 @@ def plain_read(path: Path) -> float:
 
 
 def report(
-    rows: list[tuple[str, str, float, float]], reads: dict[str, float], gb: bool, title: str
+    rows: list[tuple[str, str, float, float]],
+    reads: dict[str, float],
+    gb: bool,
+    title: str,
+    *,
+    request: float = 0.0,
 ) -> list[str]:
+    """Print the rows; the goals are judged on the time above *request* (for the API, what
+    its cheapest request costs: a blob it does not have), and the whole ratio is printed."""
     print(f"\n{title}")
     header = f"{'blob':7} {'selector':28} {'cold':>9} {'warm':>9} {'plain read':>11} {'ratio':>8}"
+    if request:
+        header += f" {'above 404':>10} {'ratio':>8}"
     print(header)
     print("-" * len(header))
     misses = []
     for kind, name, cold, warm in rows:
         ratio = warm / reads[kind]
-        ok = ratio <= RATIO_GOAL and (not gb or warm < WARM_GOAL_1GB)
+        net = max(warm - request, 0.0)
+        net_ratio = net / reads[kind]
+        ok = net_ratio <= RATIO_GOAL and (not gb or net < WARM_GOAL_1GB)
         verdict = "ok" if ok else "MISSES GOAL"
-        print(
+        line = (
             f"{kind:7} {name:28} {cold * 1000:7.2f}ms {warm * 1000:7.2f}ms "
-            f"{reads[kind] * 1000:9.1f}ms {ratio * 100:7.3f}% {verdict}"
+            f"{reads[kind] * 1000:9.1f}ms {ratio * 100:7.3f}%"
         )
+        if request:
+            line += f" {net * 1000:8.2f}ms {net_ratio * 100:7.3f}%"
+        print(f"{line} {verdict}")
         if not ok:
             misses.append(f"{title}: {kind} {name}")
     return misses
@@ -192,8 +208,12 @@ def index_bench(mb: int, scratch: Path, *, gb: bool = False) -> list[str]:
     if api.returncode != 0:
         print(api.stderr)
         return [*misses, "/api/inspect did not run"]
-    api_rows = [tuple(row) for row in json.loads(api.stdout.strip().splitlines()[-1])]
-    misses += report(api_rows, reads, gb, "/api/inspect (Django's test client, logged in)")
+    measured = json.loads(api.stdout.strip().splitlines()[-1])
+    api_rows = [tuple(row) for row in measured["rows"]]
+    request = measured["request"]
+    title = "/api/inspect (Django's test client, logged in)"
+    print(f"\n{title}: a request for a blob the store lacks (404) takes {request * 1000:.2f}ms")
+    misses += report(api_rows, reads, gb, title, request=request)
     shutil.rmtree(scratch / "index-bench", ignore_errors=True)
     return misses
 
@@ -238,8 +258,10 @@ def _api(data: str, blobs_json: str) -> None:
 
         cold, warm = best(call)
         rows.append((kind, name, cold, warm))
+    missing = f"/api/inspect/{uuid.uuid4()}"
+    _, request = best(lambda: client.get(missing))  # the request's own cost: auth, routing
     database.unlink(missing_ok=True)
-    print(json.dumps(rows))
+    print(json.dumps({"rows": rows, "request": request}))
 
 
 def main() -> int:
