@@ -63,7 +63,7 @@ def test_an_inspect_call_opens_what_the_model_read(page, live_server, sample_ses
 
     page.click("#step-5 a.inspect-link")
 
-    expect(page.locator("#item-5-blob")).to_contain_text("lines 2–3 of 300")
+    expect(page.locator("#item-5-blob")).to_contain_text("lines 2-3 of 300")
 
 
 def test_a_selector_swaps_the_view_and_the_address_bar_reproduces_it(

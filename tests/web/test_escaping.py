@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html as html_lib
 import json
 import re
 import uuid
@@ -11,7 +12,9 @@ from django.core.management import call_command
 from django.templatetags.static import static
 from django.urls import reverse
 
+from blobviewer.ingest import ingest_session
 from blobviewer.models import ShareLink
+from core.content import Text
 from web.records import header, tool_result_item, user_item
 
 pytestmark = pytest.mark.django_db
@@ -47,6 +50,30 @@ def test_json_keys_and_values_are_escaped(logged_in_client, json_blob):
     for query in ({}, {"selector": "key:nested"}, {"as": "raw"}, {"selector": "keys:0..2"}):
         html = logged_in_client.get(url, query).content.decode()
         assert "<script>alert" not in html and "<img src=x" not in html
+
+
+@pytest.mark.parametrize("path", ["src/evil.py", "site/evil.html"])
+def test_hostile_code_is_escaped_through_the_colouring_path(logged_in_client, store, path):
+    # Coloured because the call that made it read a file of that type: the one place
+    # blob content goes through Pygments' HTML, which must escape it all the same.
+    blob_id = store.store_sync(Text(f"x = '{HOSTILE}'\n<p>{HOSTILE}</p>\n"))
+    call = {"id": "c1", "name": "Read", "arguments": {"file_path": path}}
+    log = [
+        header(),
+        {"type": "assistant", "seq": 1, "text": "", "tool_calls": [call]},
+        tool_result_item(2, f"[blob:{blob_id}] text | 2 lines", tool="Read", call_id="c1"),
+    ]
+    ingest_session(log[0], log[1:], source_path="t", store=store)
+    url = reverse("blob_detail", args=[blob_id])
+
+    for headers in ({}, HTMX):
+        html = logged_in_client.get(url, headers=headers).content.decode()
+        assert "coloured as" in html
+        assert "<script>alert" not in html and "<img src=x" not in html
+        assert '<a href="javascript:' not in html
+        # The hostile text is all there, as text, once the colouring's spans are gone.
+        code = re.search(r'<pre class="content lines[^>]*>(.*?)</pre>', html, re.S).group(1)
+        assert HOSTILE in html_lib.unescape(re.sub(r"<[^>]+>", "", code))
 
 
 def test_the_value_of_a_hostile_key_is_escaped(logged_in_client, json_blob):
