@@ -238,6 +238,25 @@ def test_a_click_highlights_a_line_and_a_shift_click_a_range_to_open(
     assert page.problems.csp_violations == []
 
 
+def test_without_javascript_a_line_in_the_address_is_scrolled_to_and_highlighted(
+    open_as, live_server, data_dir
+):
+    blob_id = stored(Text("".join(f"row {n}\n" for n in range(1, 401))))
+    page = open_as(java_script_enabled=False)
+    page.goto(blob_url(live_server, blob_id) + "#L300")
+
+    row = page.locator("#L300")
+    expect(row).to_be_in_viewport()
+    assert row.evaluate("row => row.matches(':target')")
+    background = row.evaluate("row => getComputedStyle(row).backgroundColor")
+    assert background not in ("rgba(0, 0, 0, 0)", "transparent")
+    # Some lines above it stay in view, for context.
+    expect(page.locator("#L296")).to_be_in_viewport()
+    page.locator("#L12 a.ln").click()  # a plain link to #L12
+    expect(page).to_have_url(re.compile(r"#L12$"))
+    assert page.locator("#L12").evaluate("row => row.matches(':target')")
+
+
 def test_lines_of_a_reader_in_place_are_selected_in_place(open_as, live_server, sample_session):
     page = open_as()
     session_url = f"{live_server.url}/sessions/{sample_session.id}/"
