@@ -11,17 +11,25 @@ file-system changes map to recordings, the first pass racing with writes, and si
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import shutil
 import signal
 import threading
 import uuid
+from collections.abc import Callable
+from io import StringIO
 from pathlib import Path
 
 import pytest
+from django.core.management import CommandError, call_command
 
+from blobviewer.importers import OUR_FORMAT, holds_runs, load_runs, load_sniffed, sniff
+from blobviewer.management.commands import ingest as ingest_command
+from blobviewer.models import Session
 from blobviewer.watch import Seen, WatchRoot, follow, recordings_changed, stop_on_signals
+from core.session_log import parse_session_log
 from web.ingest_process import REAL, Watching, expected_items, wait_until
 from web.records import header, user_item
 
@@ -108,6 +116,138 @@ def test_it_follows_new_and_grown_recordings_until_sigterm(tmp_path: Path) -> No
     assert watching.items(codex_id) == codex_all
     assert watching.items(ours_id) == 3
     assert watching.items(gemini_id) == gemini_items
+
+
+# --- in the same process: the command in the main thread, changes made beside it --------------
+
+
+def watch_in_process(steps: Callable[[StringIO], None], *args: str) -> str:
+    """`ingest --watch ARGS` in this process (on the test database) while another thread
+    runs *steps* once it watches, then sends SIGTERM as a service manager would; the
+    command's output (stdout and stderr)."""
+    out = StringIO()
+    done = threading.Event()
+    failures: list[BaseException] = []
+
+    def drive() -> None:
+        try:
+            wait_until(lambda: "watching " in out.getvalue() or done.is_set(), 60, "watching")
+            if not done.is_set():
+                steps(out)
+        except BaseException as error:  # noqa: BLE001 - raised again in the test's thread
+            failures.append(error)
+        finally:
+            if not done.is_set():
+                os.kill(os.getpid(), signal.SIGTERM)
+
+    # A SIGTERM that came after the command ended must not end the test run.
+    previous = signal.signal(signal.SIGTERM, lambda *_: None)
+    driver = threading.Thread(target=drive)
+    driver.start()
+    try:
+        call_command("ingest", "--watch", *args, stdout=out, stderr=out)
+    finally:
+        done.set()
+        driver.join(timeout=60)
+        signal.signal(signal.SIGTERM, previous)
+    if failures:
+        raise AssertionError(out.getvalue()) from failures[0]
+    return out.getvalue()
+
+
+@pytest.mark.django_db
+def test_a_session_an_older_importer_recorded_is_said_once_while_it_grows(
+    data_dir: Path, write_log, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    old_id, new_id = uuid.uuid4(), uuid.uuid4()
+    old = write_log([header(old_id), user_item(1, "one")], name="a-old.jsonl")
+    call_command("ingest", str(old), stdout=StringIO())
+    detect = importlib.import_module("blobviewer.importers.detect")  # the module, not detect()
+    monkeypatch.setattr(detect, "OUR_IMPORTER_VERSION", detect.OUR_IMPORTER_VERSION + 1)
+    new = write_log([header(new_id), user_item(1, "one")], name="b-new.jsonl")
+
+    def grow(out: StringIO) -> None:
+        for seq in (2, 3):
+            append(old, line(user_item(seq, "more")))
+            append(new, line(user_item(seq, "more")))
+            said = f"+1 items ({seq} in all)"
+            wait_until(lambda said=said: said in out.getvalue(), 15, said)
+
+    out = watch_in_process(grow, str(data_dir / "sessions"))
+
+    assert out.count("was recorded by an older blobviewer importer") == 1
+    assert Session.objects.get(id=old_id).item_count == 1  # nothing appended until a rebuild
+    assert Session.objects.get(id=new_id).item_count == 3
+    assert out.splitlines()[-1].startswith("stopped watching after ")
+
+
+@pytest.mark.django_db
+def test_sigterm_during_a_plain_ingest_stops_after_the_file_being_read(
+    write_log, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    logs = [write_log([header(), user_item(1, "one")], name=f"{n}.jsonl") for n in range(3)]
+    ingest_recordings = ingest_command.ingest_recordings
+
+    def read_then_terminated(path: Path, **options: object) -> object:
+        outcome = ingest_recordings(path, **options)
+        signal.raise_signal(signal.SIGTERM)  # arrives while the first file is read
+        return outcome
+
+    monkeypatch.setattr(ingest_command, "ingest_recordings", read_then_terminated)
+    out = StringIO()
+    with pytest.raises(CommandError, match="stopped before 2 of 3 files"):
+        call_command("ingest", *map(str, logs), stdout=out, stderr=out)
+
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith(f"[1/3] {logs[0]}: +1 items")
+    assert lines[1].startswith("1 of 3 files ingested, 1 new items")
+    assert len(lines) == 2
+
+
+# --- a torn last line in every JSON Lines format ----------------------------------------------
+
+JSON_LINES = [
+    REAL / "a7da6a22-facc-4fcd-8bab-f83c87862004.jsonl",  # Claude Code
+    CODEX,
+    REAL / "codex" / "rollout-2026-05-11T11-26-55-019e1625-789d-76c0-80ab-3724b5ddb799.jsonl",
+    REAL / "gemini" / "gemini_with_tool_error.jsonl",  # Gemini CLI's JSON Lines variant
+    REAL / "openhands" / "multi_swe_bench_output.jsonl",  # one run a line
+    None,  # our own session log
+]
+
+
+def derived(path: Path, data: bytes) -> object:
+    """What ingest would read from *data*: the records (of each run), comparable."""
+    kind, document = sniff(path, data)
+    if kind == OUR_FORMAT:
+        return parse_session_log(data, path).records
+    if holds_runs(kind, document):
+        return [(number, run.header["id"], run.records) for number, run in load_runs(path, data)]
+    return load_sniffed(path, data, kind, document).records
+
+
+@pytest.mark.parametrize("fixture", JSON_LINES, ids=lambda f: f.name if f else "blobviewer")
+def test_every_json_lines_format_leaves_a_torn_last_line_for_later(
+    fixture: Path | None, tmp_path: Path
+) -> None:
+    if fixture is None:
+        session_id = uuid.uuid4()
+        data = line(header(session_id)) + b"".join(line(user_item(n, "x")) for n in (1, 2, 3))
+    else:
+        data = fixture.read_bytes()
+    path = tmp_path / "recording.jsonl"
+    lines = data.splitlines(keepends=True)
+    # The last line that adds to what is read (some formats end with bookkeeping events).
+    last = next(
+        n
+        for n in range(len(lines) - 1, 0, -1)
+        if derived(path, b"".join(lines[: n + 1])) != derived(path, b"".join(lines[:n]))
+    )
+    before = b"".join(lines[:last])
+    torn = before + lines[last][: len(lines[last]) // 2]
+
+    # Caught mid-write, that line is no error, and nothing of it is read until complete.
+    assert derived(path, torn) == derived(path, before)
 
 
 # --- which recording a change belongs to ----------------------------------------------------

@@ -213,6 +213,7 @@ class Command(BaseCommand):
         stop: threading.Event,
         seen: Seen | None = None,
         before_summary: Callable[[], Iterable[str]] = tuple,
+        said: dict[str, str] | None = None,
     ) -> _Pass:
         """Ingest *files* in order, a line each (then *before_summary*'s lines) and the
         summary; stops between files once *stop* is set. *seen* (watching) remembers the
@@ -230,7 +231,8 @@ class Command(BaseCommand):
                 if progress is not None:
                     progress.update(done=number - 1, items=tally.new_items, current=path)
                 key = Seen.key(path)
-                if self._ingest(path, named, f"[{number}/{len(files)}] ", tally, run) and seen:
+                prefix = f"[{number}/{len(files)}] "
+                if self._ingest(path, named, prefix, tally, run, said) and seen is not None:
                     seen.remember(path, key)
                 tally.done = number
         finally:
@@ -261,9 +263,19 @@ class Command(BaseCommand):
         if progress is not None:
             progress.draw()
 
-    def _ingest(self, path: Path, named: bool, prefix: str, tally: _Tally, run: _Options) -> bool:
+    def _ingest(
+        self,
+        path: Path,
+        named: bool,
+        prefix: str,
+        tally: _Tally,
+        run: _Options,
+        said: dict[str, str] | None = None,
+    ) -> bool:
         """Ingest one recording and report it (a line per session; an evaluation output
-        has one per run); True when nothing about it failed."""
+        has one per run); True when nothing about it failed. *said* (watching) keeps the
+        last outdated or pruned message of each session, so a recording that keeps
+        growing says it once, not at every change, until something else happens to it."""
         try:
             outcomes: list[tuple[str, Any]] = ingest_recordings(
                 path, store=run.store, force=run.force, owner=run.owner, rebuild=run.rebuild
@@ -280,13 +292,16 @@ class Command(BaseCommand):
                 if isinstance(outcome, BaseException):
                     raise outcome
                 result = outcome
-            except OutdatedSession as error:  # kept as it is until a rebuild: not a failure
-                tally.outdated += 1
-                self._say(f"{prefix}{error}{where_run}")
-                continue
-            except SessionPruned as error:  # deleted on purpose: not a failure
-                tally.pruned += 1
-                self._say(f"{prefix}{error}{where_run}")
+            except (OutdatedSession, SessionPruned) as error:  # kept as they are: not failures
+                if isinstance(error, OutdatedSession):  # until a rebuild
+                    tally.outdated += 1
+                else:  # deleted on purpose, until --force
+                    tally.pruned += 1
+                said_key = f"{path}{where_run}"
+                if said is None or said.get(said_key) != str(error):
+                    self._say(f"{prefix}{error}{where_run}")
+                if said is not None:
+                    said[said_key] = str(error)
                 continue
             except NotARecording as error:
                 if named:
@@ -308,6 +323,8 @@ class Command(BaseCommand):
                 continue
             tally.runs_ingested += bool(label)
             where = f"{path}{where_run}"
+            if said is not None:
+                said.pop(where, None)
             tally.new_items += result.new_items
             note = (
                 " (skipped a torn last line; it is read once complete)" if result.torn_tail else ""
@@ -345,11 +362,12 @@ class Command(BaseCommand):
         """The first pass over *paths*, then each changed recording again, until *stop*."""
         roots = [WatchRoot.of(path) for path in paths]
         seen = Seen()
+        said: dict[str, str] = {}
         watched = _Tally()
         started = time.monotonic()
 
         def first_pass() -> None:
-            self._first_pass(self._files(paths, accepts), run, stop, seen)
+            self._first_pass(self._files(paths, accepts), run, stop, seen, said=said)
             if not stop.is_set():
                 shown = ", ".join(str(path) for path in paths)
                 self.stdout.write(f"watching {shown} for changes (Ctrl-C to stop)")
@@ -365,7 +383,7 @@ class Command(BaseCommand):
                 if seen.unchanged(path, key):
                     continue  # e.g. a change the first pass already read
                 prefix = f"[{time.strftime('%H:%M:%S')}] "
-                if self._ingest(path, named, prefix, watched, run):
+                if self._ingest(path, named, prefix, watched, run, said):
                     seen.remember(path, key)
                 else:  # read again on its next change, however it failed
                     seen.forget(path)
