@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -137,7 +138,11 @@ def reader_view(
     raw = request.GET.get(RAW_PARAM) == "raw"
     urls = _Urls(base_url, selector_text, raw=raw)
     reader = Reader(prefix="" if not in_place else f"{view_id}-")
-    facts = _Facts(blob, store)
+    whole = None  # the whole value, when the page holds it (no selector)
+    held = page.value if page is not None else None
+    if selector is not None and not selector.steps and isinstance(held, ValueView):
+        whole = held.value if held.start is None else None
+    facts = _Facts(blob, store, whole)
     if page is not None and selector is not None and not blob.missing and not blob.error:
         if page.mode == "lines":
             _lines(reader, page, selector, blob, store, urls)
@@ -389,9 +394,10 @@ class _Facts:
     """What the reader may read of a JSON blob, read at most once a request: its first
     top-level entries (the rendering's head, for a big blob) and an object's keys."""
 
-    def __init__(self, blob: Blob, store: FsBlobStore) -> None:
+    def __init__(self, blob: Blob, store: FsBlobStore, whole: Any = None) -> None:
         self.blob = blob
         self.store = store
+        self.whole = whole
         self._head: Head | None = None
         self._head_read = False
 
@@ -404,15 +410,16 @@ class _Facts:
         return self._head
 
     def keys(self) -> list[tuple[str, str]]:
-        """The first COMPLETIONS keys of an object blob and their values' shapes."""
-        if (self.blob.size or 0) <= SMALL_JSON:
+        """The first COMPLETIONS keys of an object blob and their values' shapes: from the
+        value the page holds, a small blob's value, or a big one's rendering."""
+        value = self.whole
+        if value is None and (self.blob.size or 0) <= SMALL_JSON:
             try:
                 value = self.store.load_sync(self.blob.id).value
             except (BlobStoreError, AttributeError):
                 return []
-            if not isinstance(value, dict):
-                return []
-            return [(k, shape(v)) for k, v in list(value.items())[:COMPLETIONS]]
+        if isinstance(value, dict):
+            return [(k, shape(v)) for k, v in itertools.islice(value.items(), COMPLETIONS)]
         head = self.head()
         if head is None or head.container != "object":
             return []

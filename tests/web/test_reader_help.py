@@ -15,6 +15,7 @@ from blobviewer.blob_index import refresh_blob
 from blobviewer.data_dir import blob_store
 from blobviewer.selector_help import COMPLETIONS
 from core.blob_store import FsBlobStore
+from core.content import Structured
 from core.selectors import parse_selector
 
 pytestmark = pytest.mark.django_db
@@ -159,3 +160,12 @@ def test_the_help_links_swap_the_view_with_htmx(logged_in_client, text_blob):
 
     box = re.search(r'<div class="selector-help"[^>]*>', html).group(0)
     assert 'hx-boost="true"' in box and 'hx-target="#blob-view"' in box
+
+
+def test_a_big_object_without_its_rendering_offers_the_keys_of_the_page_it_read(
+    logged_in_client, store, monkeypatch
+):
+    monkeypatch.setattr("blobviewer.reader.SMALL_JSON", 10)
+    blob_id = store.store_sync(Structured({"alpha": 1, "beta": [2]}))  # not indexed, no rendering
+
+    assert completions(page(logged_in_client, blob_id)) == ["key:alpha", "key:beta"]
