@@ -146,29 +146,32 @@ class _Search:
 
     # -- lines ------------------------------------------------------------------------
 
-    def whole_lines(self, data: bytes) -> bool:
-        """Search *data*: whole lines, each ending with "\\n" (raw, "\\r" not yet removed),
-        none longer than LINE_CAP. False once the search is over (page full or range end)."""
-        if b"\r" in data:
-            data = data.replace(b"\r\n", b"\n")
-        end = len(data)
+    def whole_lines(self, data: bytes, begin: int, stop: int) -> bool:
+        """Search data[begin:stop]: whole lines, each ending with "\\n" (raw, "\\r" not yet
+        removed), none longer than LINE_CAP, after a "\\n" (or at the start of *data*). False
+        once the search is over (page full or range end). Nothing is copied unless a
+        "\\r" is there to remove: a block is searched where it lies."""
+        if data.find(b"\r", begin, stop) >= 0:
+            data = data[begin:stop].replace(b"\r\n", b"\n")
+            begin, stop = 0, len(data)
+        end = stop
         if self.stop_after is not None:
             wanted = self.stop_after - self.number + 1  # lines of this block still in range
             if wanted <= 0:
                 return False
-            if data.count(b"\n") > wanted:
-                end = _after_nth_newline(data, wanted)
+            if data.count(b"\n", begin, stop) > wanted:
+                end = _after_nth_newline(data, wanted, begin)
         if self.pattern.block is None:
-            return self._line_by_line(data, end)
+            return self._line_by_line(data, begin, end) and end == stop
         block = self.pattern.block
         view = memoryview(data)
-        counted = 0  # bytes whose newlines are already in self.number
-        position = 0
+        counted = begin  # bytes whose newlines are already in self.number
+        position = begin
         while position < end:
             start = block.Match(_UNANCHORED, data, position, end)[0][0]
             if start < 0 or start >= end:
                 break
-            line_start = data.rfind(b"\n", 0, start) + 1
+            line_start = data.rfind(b"\n", begin, start) + 1 or begin
             line_end = data.find(b"\n", start)
             self.number += data.count(b"\n", counted, line_start)
             counted = line_start
@@ -177,11 +180,10 @@ class _Search:
                 return False
             position = line_end + 1
         self.number += data.count(b"\n", counted, end)
-        return end == len(data)
+        return end == stop
 
-    def _line_by_line(self, data: bytes, end: int) -> bool:
+    def _line_by_line(self, data: bytes, start: int, end: int) -> bool:
         view = memoryview(data)
-        start = 0
         while start < end:
             line_end = data.index(b"\n", start)
             line = view[start:line_end]
@@ -189,7 +191,7 @@ class _Search:
                 return False
             self.number += 1
             start = line_end + 1
-        return end == len(data)
+        return True
 
     def last_line(self, line: bytes) -> bool:
         """One line, without its newline and trailing "\\r"."""
@@ -212,8 +214,8 @@ class _Search:
         return True
 
 
-def _after_nth_newline(data: bytes, count: int) -> int:
-    position = -1
+def _after_nth_newline(data: bytes, count: int, start: int = 0) -> int:
+    position = start - 1
     for _ in range(count):
         position = data.index(b"\n", position + 1)
     return position + 1
@@ -254,7 +256,11 @@ def search(
 
 
 def _run(state: _Search, blocks: Iterator[bytes]) -> bool:
-    """Feed *blocks* to *state*; True when the end of the text was reached."""
+    """Feed *blocks* to *state*; True when the end of the text was reached.
+
+    A block is searched where it lies; only the line it shares with the block before it
+    (the carry) is put together, so no block is copied.
+    """
     carry = b""  # the start of a line whose end has not been read yet
     pending: bytes | None = None  # bytes read past a long line, to be searched next
     while True:
@@ -264,32 +270,38 @@ def _run(state: _Search, blocks: Iterator[bytes]) -> bool:
             break
         if state.past_range(state.number):
             return False
-        data = carry + block if carry else block
-        cut = data.rfind(b"\n")
-        if cut < 0:
-            if len(data) <= LINE_CAP:
-                carry = data
+        begin = 0
+        if carry:
+            newline = block.find(b"\n")
+            if newline < 0:
+                if len(carry) + len(block) <= LINE_CAP:
+                    carry += block
+                    continue
+                # A line too long to hold: match its head, then read on to its end.
+                outcome = _skip_long_line(state, carry + block, blocks)
+                if outcome is None:
+                    return True
+                going_on, pending = outcome
+                if not going_on:
+                    return False
+                carry = b""
                 continue
-            # A line too long to hold: match its head, then read on to its end.
-            outcome = _skip_long_line(state, data, blocks)
-            if outcome is None:
-                return True
-            going_on, pending = outcome
-            if not going_on:
-                return False
+            line = carry + block[: newline + 1]
             carry = b""
-            continue
-        carry = data[cut + 1 :]
-        first_end = data.find(b"\n")
-        if first_end > LINE_CAP:
-            size = first_end - (data[first_end - 1 : first_end] == b"\r")
-            if not state.long_line(data[: LINE_CAP + 1], size):
+            begin = newline + 1
+            if len(line) > LINE_CAP + 1:
+                size = len(line) - 1 - (line[-2:-1] == b"\r")
+                if not state.long_line(line[: LINE_CAP + 1], size):
+                    return False
+            elif not state.whole_lines(line, 0, len(line)):
                 return False
-            data = data[first_end + 1 : cut + 1]
-        else:
-            data = data[: cut + 1]
-        if data and not state.whole_lines(data):
+        cut = block.rfind(b"\n", begin)
+        if cut < 0:
+            carry = block[begin:]  # a block holds no line longer than LINE_CAP
+            continue
+        if not state.whole_lines(block, begin, cut + 1):
             return False
+        carry = block[cut + 1 :]
     if carry:
         if state.past_range(state.number):
             return False
