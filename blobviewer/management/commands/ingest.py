@@ -20,6 +20,7 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import close_old_connections, connection
 
 from blobviewer.agent_folders import RecordingFilter, describe_search, find_agent_folders
 from blobviewer.data_dir import blob_store
@@ -374,6 +375,11 @@ class Command(BaseCommand):
             self._flush()
 
         def changed(recordings: list[tuple[Path, bool]]) -> None:
+            # Hours may pass between changes: as a request would, drop a connection that
+            # broke (a database restarted) or outlived CONN_MAX_AGE. Not inside a test's
+            # transaction, which closing would end.
+            if not connection.in_atomic_block:
+                close_old_connections()
             for path, named in recordings:
                 if stop.is_set():
                     return
