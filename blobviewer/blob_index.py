@@ -21,7 +21,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Literal, NamedTuple
@@ -29,6 +29,7 @@ from typing import Literal, NamedTuple
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from blobviewer.bulk_insert import insert_objects
 from blobviewer.data_dir import renderings
 from blobviewer.json_rendering import write_rendering, write_rendering_of_value
 from blobviewer.models import Blob
@@ -46,15 +47,39 @@ from core.content import content_kind
 from core.index import JsonIndex, TextIndex, index_files, open_index
 
 
-def index_blobs(blob_ids: Iterable[uuid.UUID], *, store: FsBlobStore) -> dict[uuid.UUID, Blob]:
-    """A Blob row for every id; new ids and ones missing so far are (re)read from the store."""
+@dataclass
+class BlobFacts:
+    """Blob rows for a set of ids, read from the store by index_blobs and not saved yet:
+    *rows* holds every id's row, *new* the rows to insert, *reread* the rows that said
+    missing or unreadable and were read again. save() writes them in a few statements."""
+
+    rows: dict[uuid.UUID, Blob] = field(default_factory=dict)
+    new: list[Blob] = field(default_factory=list)
+    reread: list[Blob] = field(default_factory=list)
+
+    def save(self) -> None:
+        """Insert the new rows (a batch per statement) and save the re-read ones; call it
+        inside the caller's transaction, so rows and the rows that reference them commit
+        together. A row another process inserted meanwhile holds the same facts (blobs are
+        immutable), so it is kept as it is."""
+        insert_objects(Blob, self.new, ignore_conflicts=True)
+        for row in self.reread:
+            row.save()
+
+
+def index_blobs(blob_ids: Iterable[uuid.UUID], *, store: FsBlobStore) -> BlobFacts:
+    """The facts of every id's blob, to be saved with BlobFacts.save(): ids the database
+    does not know and ones it knows as missing or unreadable are (re)read from the store
+    (files read and big JSON renderings written now, so that the caller's transaction
+    does not wait for them); the others are its rows as they are. One query."""
     ids = set(blob_ids)
-    rows = Blob.objects.in_bulk(list(ids))
+    facts = BlobFacts(rows=Blob.objects.in_bulk(list(ids)) if ids else {})
     for blob_id in ids:
-        row = rows.get(blob_id)
+        row = facts.rows.get(blob_id)
         if row is None or row.missing or row.error:
-            rows[blob_id] = refresh_blob(blob_id, store=store, row=row)
-    return rows
+            facts.rows[blob_id] = read_blob_facts(blob_id, store=store, row=row, render=True)
+            (facts.new if row is None else facts.reread).append(facts.rows[blob_id])
+    return facts
 
 
 def refresh_blob(blob_id: uuid.UUID, *, store: FsBlobStore, row: Blob | None = None) -> Blob:

@@ -123,13 +123,10 @@ def link_made_by(session: Session, items: Sequence[Item]) -> int:
 
     A maker's call is looked for among *items* first (calls and results usually arrive
     together), then among the CALL_LOOK_BACK assistant items recorded before it; a maker
-    whose call is nowhere is titled with its tool's name.
+    whose call is nowhere is titled with its tool's name. *items* may also be rows that
+    are not Item instances but have their fields (and `pk`), as ingest writes them.
     """
-    makers: dict[uuid.UUID, Item] = {}
-    for item in sorted(items, key=lambda item: item.seq):
-        blob_id = made_blob(item.type, item.tool, item.output)
-        if blob_id is not None:
-            makers.setdefault(blob_id, item)
+    makers = _makers(items)
     if not makers:
         return 0
     unlinked: list[uuid.UUID] = []
@@ -140,16 +137,42 @@ def link_made_by(session: Session, items: Sequence[Item]) -> int:
         ).values_list("id", flat=True)
     if not unlinked:
         return 0
-    calls = _calls(session, [makers[blob_id] for blob_id in unlinked], items)
     linked = 0
-    for blob_id in unlinked:
-        maker = makers[blob_id]
-        name, arguments = calls.get(maker.call_id, (maker.tool, None))
+    for blob_id, (maker, title) in made_by_titles(session, items, unlinked).items():
         # The guard again, in the UPDATE: a concurrent ingest may have linked it since.
         linked += Blob.objects.filter(id=blob_id, made_by__isnull=True).update(
-            made_by=maker, made_by_title=step_title(name or maker.tool, arguments)
+            made_by_id=maker.pk, made_by_title=title
         )
     return linked
+
+
+def made_by_titles(
+    session: Session, items: Sequence[Item], blob_ids: Iterable[uuid.UUID]
+) -> dict[uuid.UUID, tuple[Item, str]]:
+    """Blob id -> (maker, title) for each of *blob_ids* that one of *items* made, as
+    link_made_by links it, without looking at what the blobs' rows say (for rows about to
+    be written: ingest fills in a new blob's maker before it inserts the row)."""
+    makers = _makers(items)
+    wanted = [blob_id for blob_id in blob_ids if blob_id in makers]
+    if not wanted:
+        return {}
+    calls = _calls(session, [makers[blob_id] for blob_id in wanted], items)
+    titles = {}
+    for blob_id in wanted:
+        maker = makers[blob_id]
+        name, arguments = calls.get(maker.call_id, (maker.tool, None))
+        titles[blob_id] = (maker, step_title(name or maker.tool, arguments))
+    return titles
+
+
+def _makers(items: Sequence[Item]) -> dict[uuid.UUID, Item]:
+    """Blob id -> the first of *items* (by seq) that made it."""
+    makers: dict[uuid.UUID, Item] = {}
+    for item in sorted(items, key=lambda item: item.seq):
+        blob_id = made_blob(item.type, item.tool, item.output)
+        if blob_id is not None:
+            makers.setdefault(blob_id, item)
+    return makers
 
 
 def calls_in(tool_calls: Any) -> Iterable[tuple[str, str, Any]]:

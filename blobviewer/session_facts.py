@@ -21,7 +21,9 @@ session slow.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timedelta
+from typing import Any, Protocol
 
 from django.db.models import Count, Max, Min, Q
 
@@ -47,8 +49,77 @@ def update_session_facts(
         last=Max("at"),
         errors=Count("pk", filter=Q(type=Item.Type.TOOL_RESULT, is_error=True)),
     )
-    starts = [t for t in (facts["first"], recorded_start) if t is not None]
-    ends = [t for t in (facts["last"], recorded_end) if t is not None]
+    _set_facts(
+        session,
+        times=[facts["first"], facts["last"], recorded_start, recorded_end],
+        step_count=step_count,
+        error_count=facts["errors"],
+        status=status,
+    )
+    session.save(update_fields=[*FACT_FIELDS, "updated_at"])
+
+
+# The Session fields update_session_facts sets.
+FACT_FIELDS = ("started_at", "ended_at", "duration", "step_count", "error_count", "status")
+
+
+def set_new_session_facts(
+    session: Session,
+    items: Sequence[StepItem],
+    *,
+    recorded_start: datetime | None = None,
+    recorded_end: datetime | None = None,
+    status: str = "",
+) -> None:
+    """What fill_step_durations and update_session_facts do, for a session whose items
+    are all in *items* (a first ingest, before they are inserted): the tool results'
+    durations and the session's FACT_FIELDS are set from them, without a query; the
+    caller saves both."""
+    calls = call_times([(i.at, i.tool_calls) for i in _by_seq(items, Item.Type.ASSISTANT)])
+    step_count = error_count = 0
+    for item in _by_seq(items, Item.Type.TOOL_RESULT):
+        paired = bool(item.call_id) and item.call_id in calls
+        step_count += paired
+        error_count += item.is_error
+        item.duration = step_duration(calls[item.call_id], item.at) if paired else None
+    times = [item.at for item in items if item.at is not None]
+    _set_facts(
+        session,
+        times=[min(times, default=None), max(times, default=None), recorded_start, recorded_end],
+        step_count=step_count,
+        error_count=error_count,
+        status=status,
+    )
+
+
+class StepItem(Protocol):
+    """What the facts read of an item (an Item, or a row about to be inserted)."""
+
+    seq: int
+    type: str
+    at: datetime | None
+    tool_calls: Any
+    call_id: str
+    is_error: bool
+    duration: timedelta | None
+
+
+def _by_seq(items: Sequence[StepItem], kind: str) -> list[StepItem]:
+    return sorted((item for item in items if item.type == kind), key=lambda item: item.seq)
+
+
+def _set_facts(
+    session: Session,
+    *,
+    times: list[datetime | None],
+    step_count: int,
+    error_count: int,
+    status: str,
+) -> None:
+    """*times*: the items' first and last time, and the recording's own start and end."""
+    first, last, recorded_start, recorded_end = times
+    starts = [t for t in (first, recorded_start) if t is not None]
+    ends = [t for t in (last, recorded_end) if t is not None]
     session.started_at = min(starts) if starts else None
     session.ended_at = max(ends) if ends else None
     session.duration = (
@@ -57,19 +128,8 @@ def update_session_facts(
         else None
     )
     session.step_count = step_count
-    session.error_count = facts["errors"]
+    session.error_count = error_count
     session.status = status[:100]
-    session.save(
-        update_fields=[
-            "started_at",
-            "ended_at",
-            "duration",
-            "step_count",
-            "error_count",
-            "status",
-            "updated_at",
-        ]
-    )
 
 
 def call_times(rows: list[tuple[datetime | None, object]]) -> dict[str, datetime | None]:
@@ -94,7 +154,7 @@ def step_duration(call_at: datetime | None, result_at: datetime | None) -> timed
     return result_at - call_at
 
 
-def fill_step_durations(session: Session, items: list[Item]) -> None:
+def fill_step_durations(session: Session, items: Sequence[StepItem]) -> None:
     """Set the duration of the tool results among *items*, which are about to be added to
     *session*, from the calls in its items already recorded and in *items*."""
     results = [item for item in items if item.type == Item.Type.TOOL_RESULT and item.call_id]

@@ -124,6 +124,14 @@ if not DATABASE_URL:
 DATABASES = {
     "default": dj_database_url.parse(DATABASE_URL, conn_max_age=_env_int("CONN_MAX_AGE", 0))
 }
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # Write-ahead log: pages read while ingest writes, and a commit appends to the log
+    # instead of rewriting the file; with synchronous=NORMAL a commit does not wait for
+    # the disk (the database stays consistent; a power cut may lose the last commits,
+    # which ingesting again brings back).
+    DATABASES["default"].setdefault("OPTIONS", {})["init_command"] = (
+        "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL"
+    )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

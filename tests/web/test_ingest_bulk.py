@@ -1,0 +1,296 @@
+"""Ingest writes in bulk (issue 9): rows in multi-row INSERTs that read back exactly as
+Django's own writes, a file's rows in a few statements whatever its size, a first ingest's
+facts and totals taken from its items without reading them back, equal to what the rows
+say, and SQLite in write-ahead-log mode."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from datetime import UTC, datetime, timedelta, timezone
+from io import StringIO
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.core.management import call_command
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone as django_timezone
+
+from blobviewer import ingest as ingest_module
+from blobviewer.bulk_insert import insert_objects, insert_rows
+from blobviewer.ingest import ingest_file
+from blobviewer.models import Blob, BlobRef, Item, Session
+from blobviewer.provenance import made_blob
+from core.blob_store import FsBlobStore
+from importers.recordings import CLAUDE_CODE, FIXTURES, require_fixtures
+from web.records import header, tool_result_item, user_item
+
+pytestmark = pytest.mark.django_db
+
+REPO = Path(__file__).resolve().parents[2]
+BIG = "".join(f"line {n}: the tool printed this\n" for n in range(200))  # promoted
+
+
+def new_session() -> Session:
+    return Session.objects.create(id=uuid.uuid4(), created_at=django_timezone.now())
+
+
+def item_fields(n: int, session: Session) -> dict[str, Any]:
+    """Values of every kind an Item column holds, different for each *n*."""
+    east = timezone(timedelta(hours=5, minutes=30))
+    return {
+        "session_id": session.id,
+        "seq": n,
+        "type": ["user", "assistant", "tool_result"][n % 3],
+        "at": None if n % 4 == 0 else datetime(2025, 5, 1, 12, n % 60, 7, 123456 + n, tzinfo=east),
+        "text": f"héllo wörld ✓ {n}\n" * (n % 3),
+        "tool_calls": [] if n % 2 else [{"id": f"c{n}", "name": "bash", "arguments": {"n": n}}],
+        "call_id": f"c{n}",
+        "tool": "bash" if n % 2 else "",
+        "output": "out\t" * n,
+        "is_error": n % 5 == 0,
+        "role": "meta" if n % 7 == 0 else "",
+        "sidechain": n % 2 == 0,
+        "digest": f"{n:064x}",
+        "output_bytes": n * 4,
+        "received_bytes": 2**62 + n,
+        "input_tokens": None if n % 3 else 2**63 - 1,
+        "output_tokens": n,
+        "context_tokens": None,
+        "duration": None if n % 2 else timedelta(seconds=n, microseconds=17),
+        "note": "recovered" if n == 3 else "",
+    }
+
+
+def stored(queryset: Any) -> list[dict[str, Any]]:
+    """Rows as the ORM reads them back, without what differs between two sessions."""
+    return [
+        {k: v for k, v in row.items() if k not in ("id", "session_id")}
+        for row in queryset.order_by("seq").values()
+    ]
+
+
+class Row:
+    """A plain object with an item's fields, as ingest hands them to insert_objects."""
+
+    def __init__(self, **fields: Any) -> None:
+        self.__dict__.update(fields)
+
+
+def test_bulk_rows_read_back_as_djangos_own_writes():
+    by_django, by_us = new_session(), new_session()
+    Item.objects.bulk_create([Item(**item_fields(n, by_django)) for n in range(1, 40)])
+
+    ids = insert_objects(
+        Item, [Row(**item_fields(n, by_us)) for n in range(1, 40)], exclude=("id",), returning="id"
+    )
+
+    assert stored(Item.objects.filter(session=by_us)) == stored(
+        Item.objects.filter(session=by_django)
+    )
+    assert len(ids) == 39
+
+
+def test_returned_ids_are_those_of_the_rows_in_order_across_statements():
+    session = new_session()
+    rows = [Row(**item_fields(n, session)) for n in range(1, 1_201)]  # three statements
+
+    ids = insert_objects(Item, rows, exclude=("id",), returning="id")
+
+    by_seq = dict(Item.objects.filter(session=session).values_list("seq", "id"))
+    assert ids == [by_seq[n] for n in range(1, 1_201)]
+
+
+def test_a_row_already_there_is_kept_when_conflicts_are_ignored():
+    blob_id = uuid.uuid4()
+    Blob.objects.create(id=blob_id, kind="text", size=10, count=2)
+    again = Blob(id=blob_id, kind="json_array", size=99, count=7)
+    other = Blob(id=uuid.uuid4(), kind="json_object", size=5, count=1)
+
+    insert_objects(Blob, [again, other], ignore_conflicts=True)
+
+    assert Blob.objects.get(id=blob_id).kind == "text"
+    assert Blob.objects.get(id=other.id).kind == "json_object"
+
+
+def test_it_refuses_rows_of_the_wrong_width_and_ids_it_could_not_line_up():
+    session = new_session()
+    with pytest.raises(ValueError, match="every row must have 3 values"):
+        insert_rows(Item, ["session_id", "seq", "type"], [(session.id, 1)])
+    with pytest.raises(ValueError, match="do not go together"):
+        insert_rows(Blob, ["id"], [(uuid.uuid4(),)], returning="id", ignore_conflicts=True)
+    assert not Item.objects.exists()
+
+
+# --- a file in few statements -----------------------------------------------------------------
+
+
+def write_log(folder: Path, items: int, promoted: int) -> Path:
+    """A session log of *items* items, *promoted* of them outputs big enough for a blob."""
+    records: list[dict[str, Any]] = [header()]
+    for seq in range(1, items + 1):
+        if seq <= promoted:
+            records.append(tool_result_item(seq, f"{seq}\n{BIG}", call_id=f"c{seq}"))
+        else:
+            records.append(user_item(seq, f"note {seq}"))
+    path = folder / f"{uuid.uuid4()}.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+def statements_to_ingest(path: Path, store: FsBlobStore, monkeypatch: Any) -> int:
+    # Search indexing runs after the ingest's transaction and is measured on its own.
+    monkeypatch.setattr(ingest_module, "index_session", lambda *args, **kwargs: None)
+    with CaptureQueriesContext(connection) as queries:
+        ingest_file(path, store=store)
+    return len(queries)
+
+
+def test_a_files_rows_take_a_few_statements_whatever_its_size(data_dir, store, monkeypatch):
+    small = statements_to_ingest(write_log(data_dir, 20, 5), store, monkeypatch)
+    large = statements_to_ingest(write_log(data_dir, 1_500, 300), store, monkeypatch)
+
+    # 1,480 more items, 295 more blobs and references: a few more batches, not a
+    # statement each.
+    assert large - small <= 8, (small, large)
+    assert Item.objects.count() == 1_520
+    assert Blob.objects.count() == BlobRef.objects.count() == 305
+
+
+# --- a first ingest's facts, from its items ---------------------------------------------------
+
+
+def facts(session_id: uuid.UUID) -> dict[str, Any]:
+    """What ingest works out about a session: its facts and totals, each step's duration
+    and sizes, and which step made each blob (and its title)."""
+    session = Session.objects.get(id=session_id)
+    fields = [
+        "started_at",
+        "ended_at",
+        "duration",
+        "step_count",
+        "error_count",
+        "status",
+        "item_count",
+        "tool_result_count",
+        "blob_count",
+        "output_bytes_received",
+        "output_bytes_in_history",
+    ]
+    items = list(
+        Item.objects.filter(session=session)
+        .order_by("seq")
+        .values_list("seq", "duration", "output_bytes", "received_bytes")
+    )
+    makers = sorted(
+        Blob.objects.filter(made_by__session=session).values_list("made_by__seq", "made_by_title")
+    )
+    made = [
+        seq
+        for seq, kind, tool, output in Item.objects.filter(session=session).values_list(
+            "seq", "type", "tool", "output"
+        )
+        if made_blob(kind, tool, output) is not None
+    ]
+    return {
+        "session": {name: getattr(session, name) for name in fields},
+        "items": items,
+        "makers": makers,
+        "made": sorted(made),
+    }
+
+
+def ingest(*paths: Path) -> None:
+    call_command("ingest", *[str(p) for p in paths], stdout=StringIO(), stderr=StringIO())
+
+
+def halves(source: Path, folder: Path) -> tuple[Path, Path]:
+    """The first half of a JSON Lines recording, and all of it, as the same file growing."""
+    lines = source.read_bytes().splitlines(keepends=True)
+    half = folder / "half" / source.name
+    half.parent.mkdir()
+    half.write_bytes(b"".join(lines[: len(lines) // 2]))
+    whole = folder / "whole" / source.name
+    whole.parent.mkdir()
+    whole.write_bytes(source.read_bytes())
+    return half, whole
+
+
+JSON_LINES_RECORDINGS = [
+    CLAUDE_CODE,
+    FIXTURES / "claude_code" / "8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl",
+    FIXTURES / "codex" / "rollout-2026-05-11T11-26-55-019e1625-789d-76c0-80ab-3724b5ddb799.jsonl",
+]
+
+
+@pytest.mark.parametrize("source", JSON_LINES_RECORDINGS, ids=lambda p: p.name)
+def test_a_first_ingest_works_out_what_reading_its_rows_back_would(source, data_dir, tmp_path):
+    require_fixtures()
+    half, whole = halves(source, tmp_path)
+    ingest(whole)  # every item at once: the facts come from the items
+    session_id = Session.objects.get().id
+    at_once = facts(session_id)
+    Session.objects.all().delete()
+
+    ingest(half)  # half of them, then the rest: the facts come from the rows
+    ingest(whole)
+
+    assert Session.objects.get().id == session_id
+    assert facts(session_id) == at_once
+    assert at_once["session"]["item_count"] > 100
+    assert at_once["makers"] and len(at_once["makers"]) == len(at_once["made"])
+    assert [seq for seq, _ in at_once["makers"]] == at_once["made"]
+
+
+def test_our_own_log_grown_in_two_ingests_ends_as_one_ingest_of_it(sample_log, store, data_dir):
+    lines = sample_log.path.read_bytes().splitlines(keepends=True)
+    ingest_file(sample_log.path, store=store)
+    at_once = facts(sample_log.id)
+    Session.objects.all().delete()
+    sample_log.path.write_bytes(b"".join(lines[:4]))
+
+    ingest_file(sample_log.path, store=store)
+    sample_log.path.write_bytes(b"".join(lines))
+    ingest_file(sample_log.path, store=store)
+
+    assert facts(sample_log.id) == at_once
+    assert at_once["session"]["step_count"] == 3  # c4's result has no call
+
+
+# --- SQLite's journal ---------------------------------------------------------------------------
+
+
+def test_sqlite_keeps_a_write_ahead_log_and_commits_without_waiting_for_the_disk(tmp_path):
+    env = {**os.environ, "BLOBVIEWER_DATA": str(tmp_path / "data")}
+    env.pop("DATABASE_URL", None)
+    script = (
+        "from django.db import connection; c = connection.cursor(); "
+        "print(c.execute('PRAGMA journal_mode').fetchone()[0], "
+        "c.execute('PRAGMA synchronous').fetchone()[0])"
+    )
+    done = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", script],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+
+    # 1 is NORMAL: a commit appends to the log; the log is synced at checkpoints.
+    assert done.stdout.splitlines()[-1].split() == ["wal", "1"]
+
+
+def test_times_are_stored_in_utc_as_the_orm_stores_them():
+    session = new_session()
+    moment = datetime(2025, 1, 2, 3, 4, 5, 678901, tzinfo=timezone(timedelta(hours=-7)))
+    fields = {**item_fields(1, session), "at": moment}
+
+    insert_objects(Item, [Row(**fields)], exclude=("id",))
+
+    assert Item.objects.get(session=session).at == moment.astimezone(UTC)
