@@ -13,7 +13,8 @@ entry or key *i* reads one record:
   *name table*: each key's CRC-32 and number, sorted, so `key:NAME` finds its key in a
   few reads (an interpolation search) instead of reading every name.
 
-Records are 4 bytes wide for blobs under 512 MB and 8 bytes above. A `children` list
+Records are 4 bytes wide for blobs under 4 GB (8 above, and when a count does not fit in
+29 bits: a value of 512 M characters or entries). A `children` list
 names the tables of the top-level values that have one: containers of at least
 CHILD_MIN bytes. When every span's bytes are exactly what `dumps_compact` gives for its
 value (the store wrote the blob with orjson, which is what it does unless a value needs
@@ -57,7 +58,7 @@ KINDS = ("null", "boolean", "number", "string", "array", "object")
 NULL, BOOLEAN, NUMBER, STRING, ARRAY, OBJECT = range(6)
 FLAG_RAW = 1
 CHILD_MIN = 64 * 1024  # a top-level container this big gets its own table
-WIDE_FROM = 1 << 29  # blobs this big get 8-byte records (count << 3 must fit)
+WIDE_FROM = 1 << 32  # blobs this big get 8-byte records (offsets must fit)
 
 TABLE = struct.Struct("<IIQQQ")  # kind, 0, entries, offset of "[" or "{", just past the end
 _PAIR = 8  # name table: crc << 32 | key number, as one little-endian 64-bit number
@@ -163,18 +164,21 @@ def json_index_from_value(value: Any, data: bytes) -> bytes | None:
     does not parse it again. None when *data* is not what either of dumps_for_storage's
     serialisers writes for *value* (then the blob's index is made from its file)."""
     for dumps, raw in ((orjson.dumps, True), (_ascii_dumps, False)):
-        try:
-            return _FromValue(data, dumps).build(value, raw)
-        except (_Unindexable, TypeError, ValueError, RecursionError):
-            continue
+        for width in sorted({_width(len(data)), 8}):
+            try:
+                return _FromValue(data, dumps, width).build(value, raw)
+            except OverflowError:  # a count too big for 4 bytes: 8-byte records
+                continue
+            except (_Unindexable, TypeError, ValueError, RecursionError):
+                break
     return None
 
 
 class _FromValue:
-    def __init__(self, data: bytes, dumps: Callable[[Any], bytes]) -> None:
+    def __init__(self, data: bytes, dumps: Callable[[Any], bytes], width: int) -> None:
         self.data = data
         self.dumps = dumps
-        self.layout = _Layout(_width(len(data)), [])
+        self.layout = _Layout(width, [])
 
     def build(self, value: Any, raw: bool) -> bytes:
         data = self.data
@@ -310,10 +314,15 @@ def json_index_from_file(path: str | os.PathLike[str]) -> bytes | None:
     when the file is not compact JSON as the store writes it (or not JSON at all)."""
     with open(path, "rb") as file:
         size = os.fstat(file.fileno()).st_size
-        try:
-            return _FromFile(file, size).build()
-        except (_Unindexable, UnicodeDecodeError, RecursionError):
-            return None
+        for width in sorted({_width(size), 8}):
+            file.seek(0)
+            try:
+                return _FromFile(file, size, width).build()
+            except OverflowError:  # a count too big for 4 bytes: 8-byte records
+                continue
+            except (_Unindexable, UnicodeDecodeError, RecursionError):
+                return None
+    return None
 
 
 def _reject_constant(name: str) -> Any:
@@ -424,9 +433,9 @@ class _Window:
 
 
 class _FromFile:
-    def __init__(self, file: BinaryIO, size: int) -> None:
+    def __init__(self, file: BinaryIO, size: int, width: int) -> None:
         self.window = _Window(file, size)
-        self.layout = _Layout(_width(size), [])
+        self.layout = _Layout(width, [])
         self.size = size
         self.file = file
         self.raw = True  # until a span differs from what orjson writes for its value

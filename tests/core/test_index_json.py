@@ -203,3 +203,26 @@ def test_the_stored_bytes_are_what_dumps_for_storage_writes(tmp_path: Path) -> N
     store, path = stored(tmp_path, value)
     assert path.read_bytes() == dumps_for_storage(value)
     assert json.loads(path.read_bytes()) == value
+
+
+def test_a_count_too_big_for_four_bytes_gets_wide_records(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Counts are kept as count << 3 | kind: beyond 29 bits (a value of 512 M characters)
+    the index takes 8-byte records, from the value and from the file alike."""
+    value = {"big": "x" * 100, "small": [1]}
+    data = dumps_for_storage(value)
+    narrow = json_index_from_value(value, data)
+    real_kinds = json_index_module._kinds_and_counts
+    monkeypatch.setattr(
+        json_index_module,
+        "_kinds_and_counts",
+        lambda values: [n | (1 << 40) if n >> 3 == 100 else n for n in real_kinds(values)],
+    )
+    wide = json_index_from_value(value, data)
+    assert narrow is not None and wide is not None and len(wide) > len(narrow)
+    path = tmp_path / "blob.json"
+    path.write_bytes(data)
+    with opened(path, wide) as index:
+        assert index.width == 8
+        assert index.value(index.find(index.root().table, "big")) == "x" * 100
