@@ -44,6 +44,7 @@ test: venv
 bench: venv
 	$(PY) bench/core_bench.py
 	$(PY) bench/site_bench.py
+	$(PY) bench/ingest_bench.py
 
 lint: venv
 	$(VENV)/bin/ruff check .
