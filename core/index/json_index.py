@@ -470,8 +470,9 @@ class _FromFile:
                 self.raw = False
                 return
             text = self.window.bytes_of(start, end)
-            if brackets:
-                text = b"[" + text[1:-1] + b"]"
+            if brackets:  # the text between the brackets or separators around it
+                opening, closing = (b"{", b"}") if isinstance(value, dict) else (b"[", b"]")
+                text = opening + text[1:-1] + closing
             self.raw = written == text
 
     def array(self, at: int) -> tuple[int, int]:
@@ -513,43 +514,53 @@ class _FromFile:
         if window.char(at) == "}":
             return at + 1, self.layout.object_table(start, window.byte(at + 1), records, hashes)
         number = 0
+        # Keys and values compared with orjson's bytes together, as one object.
+        batch: list[tuple[str, Any]] = []
+        batch_at = at
         while True:
             if window.char(at) != '"':
                 raise _Unindexable(f"expected a key at byte {window.byte(at)}")
             key_at = window.byte(at)
+            key_char = at
             key, end = window.value(at)
-            self.check_raw(key, at, end)
             if window.char(end) != ":":
                 raise _Unindexable(f"expected ':' at byte {window.byte(end)}")
             at = end + 1
             value_at = window.byte(at)
             opening = window.char(at)
             small = None
+            big = False
             if children is not None and opening in ("[", "{"):
                 small = window.value(at, unless_longer_than=CHILD_MIN)
-                if small is not None and window.byte(small[1]) - value_at >= CHILD_MIN:
-                    small = None
-                if small is None:
-                    # A big value: one level down, its own entries or keys, each parsed alone.
-                    if opening == "[":
-                        end, table = self.array(at)
-                    else:
-                        end, table = self.object(at, None)
-                    kind = ARRAY if opening == "[" else OBJECT
-                    count = TABLE.unpack_from(self.layout.parts[-1])[2]
-                    children.append((number, table))
+                big = small is None or window.byte(small[1]) - value_at >= CHILD_MIN
+            if big:
+                # One level down: the value's own entries or keys, each parsed alone.
+                if batch:
+                    self.check_raw(dict(batch), batch_at - 1, key_char, brackets=True)
+                batch = []
+                self.check_raw(key, key_char, at - 1)
+                if opening == "[":
+                    end, table = self.array(at)
                 else:
-                    value, end = small
-                    self.check_raw(value, at, end)
-                    kind, count = kind_count(value)
+                    end, table = self.object(at, None)
+                kind = ARRAY if opening == "[" else OBJECT
+                count = TABLE.unpack_from(self.layout.parts[-1])[2]
+                assert children is not None
+                children.append((number, table))
+                batch_at = end + 1
             else:
-                value, end = window.value(at)
-                self.check_raw(value, at, end)
+                value, end = small if small is not None else window.value(at)
+                if self.raw:
+                    batch.append((key, value))
                 kind, count = kind_count(value)
             records.extend((key_at, value_at, count << 3 | kind))
-            hashes.append(name_hash(key))
+            hashes.append(zlib.crc32(key.encode("utf-8", "surrogatepass")))  # name_hash
             number += 1
             separator = window.char(end)
+            if separator != "," or len(batch) >= _BATCH or end + 1 >= _DROP:
+                if batch:
+                    self.check_raw(dict(batch), batch_at - 1, end + 1, brackets=True)
+                batch, batch_at = [], end + 1
             if separator == "}":
                 end_at = window.byte(end + 1)
                 self.no_duplicates(records, hashes)
@@ -557,7 +568,9 @@ class _FromFile:
             if separator != ",":
                 raise _Unindexable(f"expected ',' or '}}' at byte {window.byte(end)}")
             at = end + 1
-            at -= window.drop(at)
+            dropped = window.drop(at)
+            at -= dropped
+            batch_at -= dropped
 
     def no_duplicates(self, records: array[int], hashes: list[int]) -> None:
         """A JSON text may repeat a key, which its parsed value keeps once; such an object
