@@ -55,6 +55,7 @@ from core.selectors import (
     View,
     apply_step,
     apply_steps,
+    escape_surrogates,
     evaluate,
 )
 
@@ -231,7 +232,7 @@ def _grep_page(view: GrepView, selector: Selector) -> Page:
     if view.total:
         searched += f" of {view.total:,}"
     if not found and resume is None:
-        caption = f"no lines match {step.pattern} in {searched}"
+        caption = f"no lines match {escape_surrogates(step.pattern)} in {searched}"
     elif resume is None:
         caption = f"{_plural(found, 'match', 'matches')} in {searched}"
     elif searched_all:

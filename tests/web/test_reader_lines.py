@@ -101,3 +101,13 @@ def test_a_line_with_terminal_codes_is_shown_and_marked_without_them(logged_in_c
     html = page(logged_in_client, blob_id, "grep:disk")
 
     assert "ERROR: <mark>disk</mark> full" in html and "\x1b" not in html
+
+
+def test_a_grep_for_a_lone_surrogate_that_matches_nothing_says_so_escaped(
+    logged_in_client, text_blob
+):
+    blob_id = text_blob("plain\n")
+
+    html = page(logged_in_client, blob_id, 'grep:"\\ud801"')
+
+    assert "no lines match \\ud801 in lines 1–1 of 1" in html
