@@ -394,19 +394,24 @@ def ingest_session(
         ]
         _size_promoted(new_items, new_records, blobs)
         _size_promoted(rederived, rederived_records, blobs)
+        fields = {
+            "title": _storable(str(header.get("title") or ""))[:500],
+            "model": _storable(str(header.get("model") or ""))[:200],
+            "meta": _storable_json(header.get("meta") or {}),
+            "created_at": _created_at(header, session_id, kept=plan.kept_created_at),
+            "source_path": source_path[:1000],
+            "source_format": source_format,
+            "importer_version": version,
+        }
         with transaction.atomic():
-            session, _ = Session.objects.update_or_create(
-                id=session_id,
-                defaults={
-                    "title": _storable(str(header.get("title") or ""))[:500],
-                    "model": _storable(str(header.get("model") or ""))[:200],
-                    "meta": _storable_json(header.get("meta") or {}),
-                    "created_at": _created_at(header, session_id, kept=plan.kept_created_at),
-                    "source_path": source_path[:1000],
-                    "source_format": source_format,
-                    "importer_version": version,
-                },
-            )
+            if plan.new_session:
+                # Inserted without save()'s signals: search indexes the title after the
+                # transaction, with the items. Another ingest that inserts this session
+                # meanwhile makes this one fail, as its items would (their seqs are taken).
+                session = Session(id=session_id, owner=owner, **fields)
+                Session.objects.bulk_create([session])
+            else:
+                session, _ = Session.objects.update_or_create(id=session_id, defaults=fields)
             if owner is not None and session.owner_id != owner.pk:
                 # Checked again under the row lock update_or_create took: another ingest
                 # may have given the session an owner since _check_same_session looked.
@@ -638,7 +643,7 @@ def _check_same_session(
         .first()
     )
     if existing is None:
-        return _Plan(new=list(records), first=True)
+        return _Plan(new=list(records), first=True, new_session=True)
     recorded_from = f"recorded from {existing['source_path']}" if existing["source_path"] else ""
     if owner is not None and existing["owner_id"] not in (None, owner.pk):
         raise _owned_by_another(session_id, source_path, existing["owner_id"])
@@ -741,6 +746,7 @@ class _Plan:
     kept_created_at: datetime | None = None  # when the header has no time
     rebuild: bool = False
     first: bool = False  # the session has no items yet: every item is new
+    new_session: bool = False  # nor a row
 
 
 def _rebuild_plan(
