@@ -101,8 +101,26 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], str]] = {
 }
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+# Python 3.11's argparse drops every "--" among the arguments, not only the first one that
+# ends the options, so a selector that is itself "--" would vanish. After the first "--"
+# each later one is passed as this stand-in and given back: no argument holds a NUL.
+_DOUBLE_DASH = "\x00--"
+
+
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--" in argv:
+        cut = argv.index("--") + 1
+        argv[cut:] = [_DOUBLE_DASH if arg == "--" else arg for arg in argv[cut:]]
     args = _parser().parse_args(argv)
+    for name, value in vars(args).items():
+        if value == _DOUBLE_DASH:
+            setattr(args, name, "--")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parse(argv)
     try:
         text = COMMANDS[args.command](args)
     except (CliError, InspectError, BlobStoreError) as error:

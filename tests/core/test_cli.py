@@ -272,3 +272,20 @@ def test_store_keeps_the_blob_when_only_printing_its_summary_fails(tmp_path: Pat
     assert result.returncode == 2
     [saved] = tmp_path.glob("*.txt")
     assert saved.read_bytes() == b"x" * 900
+
+
+def test_a_selector_that_is_a_double_dash_reaches_the_selector_parser(tmp_path, capsys):
+    # argparse in Python 3.11 drops every "--", so `inspect -- ID --` lost its selector
+    # and printed the overview instead of the selector's error.
+    from core.blob_store import FsBlobStore
+    from core.cli import main
+    from core.content import Text
+
+    blob_id = FsBlobStore(tmp_path).store_sync(Text("a\nb\n"))
+
+    status = main(["inspect", "--dir", str(tmp_path), "--", str(blob_id), "--"])
+
+    captured = capsys.readouterr()
+    assert status == 2
+    assert captured.out == ""
+    assert captured.err.startswith("error: ") and captured.err.count("\n") == 1
