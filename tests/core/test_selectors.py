@@ -165,7 +165,10 @@ def test_the_canonical_form_round_trips(text: str, canonical: str) -> None:
         ("grep:(", "grep: invalid regex '('"),
         ("grep:[a-", "grep: invalid regex"),
         ("grep:a{1001}", "grep: invalid regex 'a{1001}': invalid repetition size: {1001}"),
-        ("foo:bar", "unknown selector 'foo:'; expected lines:A-B, slice:A..B, key:name, keys:A..B or grep:"),
+        (
+            "foo:bar",
+            "unknown selector 'foo:'; expected lines:A-B, slice:A..B, key:name, keys:A..B or grep:",
+        ),
         ("bogus", "expected lines:A-B, slice:A..B, key:name, keys:A..B or grep:regex; got 'bogus'"),
         ("|", "expected lines:A-B"),
         ("| lines:1", "expected lines:A-B"),

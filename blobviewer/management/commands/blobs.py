@@ -17,9 +17,9 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.template.defaultfilters import filesizeformat
 
 from blobviewer.blob_index import index_store
-from blobviewer.search import index_pending_blobs
 from blobviewer.data_dir import blob_store, data_dir
 from blobviewer.leftovers import DEFAULT_AGE, format_age, parse_age, remove_leftovers
+from blobviewer.search import index_pending_blobs
 from core.blob_store import BlobStoreError
 
 
