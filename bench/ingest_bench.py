@@ -414,6 +414,11 @@ def ingest_rate(result: dict[str, Any]) -> float:
     return result["items"] / (result["seconds"] - result["phases"].get("search", 0.0))
 
 
+def cpu_rate(result: dict[str, Any]) -> float:
+    """Items per CPU-second of the ingest proper (this process and its children)."""
+    return result["items"] / (result["cpu"] - result["search_cpu"])
+
+
 def report(name: str, results: list[dict[str, Any]]) -> int:
     """Print one database's runs; returns how many of them failed a check."""
     print(f"\n{name}")
@@ -448,7 +453,8 @@ def report(name: str, results: list[dict[str, Any]]) -> int:
         first, last = results[0], results[-1]
         print(
             f"linearity: {ingest_rate(last) / ingest_rate(first):.2f} (items/s at "
-            f"{last['items']:,} items over items/s at {first['items']:,}; 1.00 is linear)"
+            f"{last['items']:,} items over items/s at {first['items']:,}; 1.00 is linear), "
+            f"{cpu_rate(last) / cpu_rate(first):.2f} in items per CPU-second"
         )
     return failures
 
