@@ -161,7 +161,7 @@ def test_an_unindexed_text_blob_is_read_through_the_store_with_a_note(
     assert response.status_code == 200
     html = response.content.decode()
     assert "<dt>Kind</dt><dd>text</dd>" in html
-    assert "100 lines" in html and "(792 bytes)" in html
+    assert "100 lines" in html and "<dd>792\u00a0bytes</dd>" in html
     assert "lines 20–21 of 100" in html
     assert '<span class="r" id="L20"><a class="ln" href="#L20" tabindex="-1">20</a>line 20' in html
     assert 'id="L22"' not in html
