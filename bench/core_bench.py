@@ -30,10 +30,10 @@ import orjson
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from core.blob_store import FsBlobStore  # noqa: E402
 from core.content import Text  # noqa: E402
 from core.inspect_tool import inspect_blob  # noqa: E402
 from core.promotion import admit_sync, promote  # noqa: E402
+from core.store import FsBlobStore  # noqa: E402
 from core.summary import summarize  # noqa: E402
 
 BLOB_ID = uuid.UUID("0190f5e2-7c1a-7b3e-9c4d-123456789abc")

@@ -34,9 +34,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from core.blob_store import FsBlobStore  # noqa: E402
-from core.index import open_index  # noqa: E402
 from core.inspect_tool import inspect_blob  # noqa: E402
+from core.store import FsBlobStore  # noqa: E402
+from core.store.index import open_index  # noqa: E402
 
 RATIO_GOAL = 0.01
 WARM_GOAL_1GB = 0.020

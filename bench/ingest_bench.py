@@ -76,7 +76,7 @@ def readable_recordings(fixtures: Path) -> list[Recording]:
         load_sniffed,
         sniff,
     )
-    from core.session_log import SessionLogError, parse_session_log
+    from core.agent.session_log import SessionLogError, parse_session_log
 
     found = []
     for path in sorted(fixtures.rglob("*")):
@@ -180,7 +180,7 @@ def replicate(recordings: list[Recording], items: int, folder: Path) -> tuple[in
 def check_distinct(recordings: list[Recording]) -> None:
     """Two copies of each recording are two sessions (else the bench measures nothing)."""
     from blobviewer.importers import OUR_FORMAT, load_sniffed, sniff
-    from core.session_log import parse_session_log
+    from core.agent.session_log import parse_session_log
 
     for recording in recordings:
         ids = set()
@@ -283,7 +283,7 @@ def child(folder: Path, data: Path, profile: bool) -> None:
 
     import blobviewer.ingest
     import core.promotion
-    from core.blob_store import FsBlobStore
+    from core.store import FsBlobStore
 
     call_command("migrate", verbosity=0)
     timers = Timers()

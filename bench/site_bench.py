@@ -77,10 +77,10 @@ def main() -> int:
 
     from blobviewer.data_dir import blob_store, sessions_dir
     from blobviewer.ingest import ingest_file
+    from core.agent.history import AssistantMessage, ToolCall, ToolResult, UserMessage
+    from core.agent.session_log import SessionLogWriter
     from core.content import Structured, Text
-    from core.history import AssistantMessage, ToolCall, ToolResult, UserMessage
     from core.promotion import admit_sync, promote
-    from core.session_log import SessionLogWriter
 
     setup_test_environment()
     call_command("migrate", verbosity=0)

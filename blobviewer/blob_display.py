@@ -10,7 +10,7 @@ with windows of entries or keys, grep pages with the continuation the inspect to
 row by row within one selected value (a `start` row number).
 
 A text blob with no selector or only `lines:` steps, and a JSON blob's `slice:`, `key:` and
-`keys:` steps, are read through the blob's index (core.index, in the store's `.index/`),
+`keys:` steps, are read through the blob's index (core.store.index, in the store's `.index/`),
 so a page deep inside a 100 MB blob reads only the bytes it shows; a big JSON blob without
 a selector shows its indented rendering in `derived/`, read through that rendering's own
 line index.
@@ -36,11 +36,8 @@ from blobviewer.page_links import (
     row_links,
     without_trailing,
 )
-from core.blob_store import JSON_SUFFIX, BlobCorrupt, BlobStoreError, FsBlobStore
 from core.content import cut_utf8, decode_text, encode_text, utf8_size
 from core.grep import Page as GrepPage
-from core.index import IndexUnusable, JsonIndex, TextIndex, open_index
-from core.index.selection import NotIndexed, materialize, select
 from core.json_values import dumps_indented
 from core.selectors import (
     Grep,
@@ -58,6 +55,9 @@ from core.selectors import (
     escape_surrogates,
     evaluate,
 )
+from core.store import JSON_SUFFIX, BlobCorrupt, BlobStoreError, FsBlobStore
+from core.store.index import IndexUnusable, JsonIndex, TextIndex, open_index
+from core.store.index.selection import NotIndexed, materialize, select
 
 LINES_PER_PAGE = 500
 LINE_BYTES = 2_000  # a longer line is shown cut, with a note

@@ -1,6 +1,6 @@
 """Facts about blobs, read once from the store and kept in Blob rows.
 
-Kind, size and counts come from the store through the blob's index (core.index, in the
+Kind, size and counts come from the store through the blob's index (core.store.index, in the
 store's `.index/`), which the first reading makes for a blob stored before indexes
 existed, so a JSON blob is not parsed whole for them; a big JSON blob also gets its
 indented rendering in `derived/`, written an entry at a time (blobviewer.json_rendering).
@@ -34,8 +34,8 @@ from blobviewer.data_dir import renderings
 from blobviewer.json_rendering import write_rendering, write_rendering_of_value
 from blobviewer.models import Blob
 from blobviewer.provenance import read_preview
-from core.blob_id import BlobId, blob_created_at, parse_blob_id
-from core.blob_store import (
+from core.content import content_kind
+from core.store import (
     JSON_SUFFIX,
     TEMP_PREFIX,
     TEXT_SUFFIX,
@@ -43,8 +43,8 @@ from core.blob_store import (
     BlobStoreError,
     FsBlobStore,
 )
-from core.content import content_kind
-from core.index import JsonIndex, TextIndex, index_files, open_index
+from core.store.blob_id import BlobId, blob_created_at, parse_blob_id
+from core.store.index import JsonIndex, TextIndex, index_files, open_index
 
 
 @dataclass

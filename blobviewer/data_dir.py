@@ -10,7 +10,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from core.blob_store import FsBlobStore
+from core.store import FsBlobStore
 
 
 def data_dir() -> Path:

@@ -27,10 +27,10 @@ from pathlib import Path
 from django.conf import settings
 
 from blobviewer.data_dir import data_dir
-from core.blob_errors import BlobStoreError
-from core.blob_id import BlobId
-from core.blob_store import FsBlobStore
 from core.selectors import Grep, Selector, SelectorError, parse_selector
+from core.store import FsBlobStore
+from core.store.blob_id import BlobId
+from core.store.errors import BlobStoreError
 
 logger = logging.getLogger(__name__)
 

@@ -72,14 +72,14 @@ from blobviewer.session_facts import (
     set_new_session_facts,
     update_session_facts,
 )
-from core.blob_errors import BlobStoreError
-from core.blob_id import BLOB_REF, blob_created_at, find_blob_refs
-from core.blob_store import FsBlobStore
+from core.agent.policy import DEFAULT_POLICY, Policy
+from core.agent.session_log import MAX_SEQ, SessionLogError, parse_session_log
 from core.content import Content, Stored, Text, encode_text, utf8_size
 from core.json_values import dumps_for_storage
-from core.policy import DEFAULT_POLICY, Policy
 from core.promotion import admit_sync, promote
-from core.session_log import MAX_SEQ, SessionLogError, parse_session_log
+from core.store import FsBlobStore
+from core.store.blob_id import BLOB_REF, blob_created_at, find_blob_refs
+from core.store.errors import BlobStoreError
 from core.summary import summarize
 
 _BATCH = 500

@@ -2,7 +2,7 @@
 selector, read a page at a time through the rendering's own line index (in `derived/`'s
 `.index/`, beside it).
 
-The rendering is written an entry at a time through the blob's index (core.index): each
+The rendering is written an entry at a time through the blob's index (core.store.index): each
 top-level entry or key is parsed and indented alone, and a big top-level value one level
 down, so writing it never holds the whole value. It is the same text as
 `dumps_indented(value)`, since indenting JSON is the same whether a value stands alone or
@@ -23,11 +23,11 @@ from typing import Any, BinaryIO
 import orjson
 
 from blobviewer.data_dir import renderings
-from core.blob_store import TEMP_PREFIX, TEXT_SUFFIX
 from core.content import Text, encode_text
-from core.index import JsonIndex, open_index
-from core.index.json_index import Node, key_from_literal
 from core.json_values import dumps_compact, dumps_indented, parse_json
+from core.store import TEMP_PREFIX, TEXT_SUFFIX
+from core.store.index import JsonIndex, open_index
+from core.store.index.json_index import Node, key_from_literal
 
 _WRITE_BUFFER = 1 << 20
 

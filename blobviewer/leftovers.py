@@ -5,10 +5,10 @@ when it is complete, so a process killed mid-write (kill -9, the OOM killer, a p
 loss) leaves its temporary file behind and nothing else. Each kind is known by its name
 and its folder:
 
-- `blobs/.tmp-*`: FsBlobStore writes (core.blob_store.TEMP_PREFIX): agents, `python -m
+- `blobs/.tmp-*`: FsBlobStore writes (core.store.TEMP_PREFIX): agents, `python -m
   core store`, ingest's promoted outputs, uploaded blobs;
 - `derived/.tmp-*`: the indented renderings of big JSON blobs (an FsBlobStore too);
-- in both, `.index/.tmp-*`: indexes of blobs and renderings (core.index), written when a
+- in both, `.index/.tmp-*`: indexes of blobs and renderings (core.store.index), written when a
   blob is stored or first read; counted with their folder's own;
 - `sessions/.upload-*.part`: an uploaded session log while it is checked and ingested
   (blobviewer.session_upload);
@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
-from core.blob_store import TEMP_PREFIX
-from core.index import INDEX_FOLDER
+from core.store import TEMP_PREFIX
+from core.store.index import INDEX_FOLDER
 
 DEFAULT_AGE = timedelta(hours=1)
 

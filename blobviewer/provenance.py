@@ -35,8 +35,8 @@ from blobviewer.models import Blob, BlobRef, Item, Session
 from blobviewer.templatetags.terminal import strip_terminal_codes
 from blobviewer.timeline import step_url
 from blobviewer.tool_args import one_line
-from core.blob_id import BLOB_REF
-from core.blob_store import JSON_SUFFIX
+from core.store import JSON_SUFFIX
+from core.store.blob_id import BLOB_REF
 
 INSPECT = "inspect"
 # A stored preview is at most this many characters (plus "…"): one line of a list row.

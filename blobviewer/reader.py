@@ -58,9 +58,9 @@ from blobviewer.selector_help import (
     text_help,
 )
 from blobviewer.templatetags.terminal import strip_terminal_codes
-from core.blob_store import BlobStoreError, FsBlobStore
 from core.json_values import json_type, shape
 from core.selectors import Grep, Keys, KeysView, Lines, Selector, Slice, ValueView
+from core.store import BlobStoreError, FsBlobStore
 
 RAW_PARAM = "as"  # `?as=raw`: JSON as indented rows instead of a tree
 SMALL_JSON = 1 << 20  # a JSON blob this small may be read whole for its keys

@@ -41,10 +41,10 @@ from blobviewer.models import (
     Session,
     ShareLink,
 )
-from core.blob_errors import BlobStoreError
-from core.blob_id import blob_created_at
-from core.blob_store import FsBlobStore
-from core.index import index_files
+from core.store import FsBlobStore
+from core.store.blob_id import blob_created_at
+from core.store.errors import BlobStoreError
+from core.store.index import index_files
 
 # Ids per query: well under every database's limit on query parameters.
 _CHUNK = 500
@@ -377,7 +377,7 @@ def _blob_files(store: FsBlobStore, blob_id: uuid.UUID) -> list[Path]:
 
 def _derived_files(store: FsBlobStore, blob_id: uuid.UUID) -> list[Path]:
     """The blob's rendering in `<data>/derived/` with that rendering's line index, and the
-    blob's files in the store's `.index/` (core.index names them `<id>.idx`)."""
+    blob's files in the store's `.index/` (core.store.index names them `<id>.idx`)."""
     name = str(blob_id)
     rendered = renderings().root
     files = [rendered / f"{name}.txt", rendered / f"{name}.json"]

@@ -35,10 +35,10 @@ from django.db.models.expressions import RawSQL
 from django.db.models.functions import Coalesce
 
 from blobviewer.models import Blob, BlobRef, Item, SearchChunk, SearchedBlob, Session
-from core.blob_store import BlobStoreError, FsBlobStore
 from core.content import cut_utf8, decode_text, encode_text, utf8_size
 from core.json_values import dumps_indented
 from core.selectors import Key
+from core.store import BlobStoreError, FsBlobStore
 
 MIN_QUERY_CHARS = 3
 MAX_QUERY_CHARS = 200

@@ -23,8 +23,8 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.utils import timezone
 
 from blobviewer.models import BlobRef, Session
-from core.blob_id import BlobId, blob_created_at
-from core.blob_store import FsBlobStore
+from core.store import FsBlobStore
+from core.store.blob_id import BlobId, blob_created_at
 
 
 class NotYours(Exception):

@@ -43,10 +43,10 @@ from blobviewer.models import Blob, BlobRef, Session
 from blobviewer.retention import upload_refusal
 from blobviewer.search import index_pending_blobs
 from blobviewer.session_ownership import NotYours, check_blob_fills, claim_session
-from core.blob_id import BlobId, parse_blob_id
+from core.agent.session_log import SessionLog, SessionLogError, read_session_log
 from core.content import Content, Structured, Text, decode_text
 from core.json_values import JsonError, parse_json
-from core.session_log import SessionLog, SessionLogError, read_session_log
+from core.store.blob_id import BlobId, parse_blob_id
 
 # A raw body is one session log; these are the types JSON Lines goes by.
 RAW_LOG_TYPES = ("application/x-ndjson", "application/jsonl", "text/plain")

@@ -60,8 +60,8 @@ from blobviewer.steps import (
 )
 from blobviewer.token_chart import TokenChart, token_chart
 from blobviewer.tool_args import ArgsView, arguments_view, html_size, one_line, parse_arguments
-from core.blob_id import BLOB_REF
 from core.content import utf8_size
+from core.store.blob_id import BLOB_REF
 
 # Each item's text gets 1 KB: enough for any promoted output's whole summary (at most 400
 # bytes, escaped and linked).

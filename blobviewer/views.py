@@ -52,10 +52,10 @@ from blobviewer.session_sort import headers as sort_headers
 from blobviewer.session_upload import UploadError, received_upload, save_upload
 from blobviewer.sharing import back_to_blob, new_share, share_url
 from blobviewer.timeline import item_blob_refs, item_page_context, page_context
-from core.blob_store import BlobNotFound, BlobStoreError
 from core.content import encode_text
 from core.inspect_tool import InspectError, inspect_blob
 from core.selectors import SelectorError, escape_surrogates
+from core.store import BlobNotFound, BlobStoreError
 
 SESSIONS_PER_PAGE = 50
 ITEMS_PER_PAGE = 100

@@ -6,8 +6,10 @@ pass paths and policies in as arguments.
 
 from __future__ import annotations
 
-from core.blob_id import BlobId, blob_created_at, find_blob_refs, new_blob_id, parse_blob_id
-from core.blob_store import (
+from core.agent.policy import DEFAULT_POLICY, Policy
+from core.content import Content, Inline, Stored, Structured, Text, ToolOutput, content_kind
+from core.promotion import Admitted, admit, admit_sync, promote
+from core.store import (
     BlobCorrupt,
     BlobIOError,
     BlobNotFound,
@@ -16,9 +18,7 @@ from core.blob_store import (
     FsBlobStore,
     InvalidBlobId,
 )
-from core.content import Content, Inline, Stored, Structured, Text, ToolOutput, content_kind
-from core.policy import DEFAULT_POLICY, Policy
-from core.promotion import Admitted, admit, admit_sync, promote
+from core.store.blob_id import BlobId, blob_created_at, find_blob_refs, new_blob_id, parse_blob_id
 from core.summary import summarize
 
 __all__ = [

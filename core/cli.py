@@ -17,11 +17,11 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from core.blob_errors import BlobStoreError
-from core.blob_store import FsBlobStore
 from core.content import encode_text
 from core.inspect_tool import InspectError, inspect_blob
 from core.promotion import admit_sync, promote
+from core.store import FsBlobStore
+from core.store.errors import BlobStoreError
 
 EXIT_ERROR = 2
 EXIT_BROKEN_PIPE = 128 + 13  # as if SIGPIPE had ended the process, like `cat` in a pipe

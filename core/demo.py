@@ -14,13 +14,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.blob_id import BlobId, find_blob_refs
-from core.blob_store import FsBlobStore
+from core.agent.history import AssistantMessage, Item, ToolCall, ToolResult
+from core.agent.model_clients import ScriptedClient, Turn
+from core.agent.session_log import SessionLogWriter
+from core.agent.worker import RunResult, Worker
 from core.demo_tools import demo_tools
-from core.history import AssistantMessage, Item, ToolCall, ToolResult
-from core.model_clients import ScriptedClient, Turn
-from core.session_log import SessionLogWriter
-from core.worker import RunResult, Worker
+from core.store import FsBlobStore
+from core.store.blob_id import BlobId, find_blob_refs
 
 __all__ = ["DemoError", "DemoResult", "DemoSession", "demo_main", "report", "run_demo"]
 

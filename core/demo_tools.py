@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from core.tools import Tool, ToolError, tool
+from core.agent.tools import Tool, ToolError, tool
 
 __all__ = [
     "demo_tools",

@@ -14,9 +14,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.blob_errors import BlobStoreError
-from core.blob_id import BlobId, parse_blob_id
-from core.blob_store import TEXT_SUFFIX, BlobStore, FsBlobStore
+from core.agent.policy import DEFAULT_POLICY, Policy
+from core.agent.tools import ToolError
 from core.content import (
     Content,
     Inline,
@@ -31,17 +30,6 @@ from core.content import (
 from core.grep import LINE_CAP, count_lines_in, file_blocks
 from core.grep import Page as GrepPage
 from core.grep import search as grep_search
-from core.index import IndexedLine, IndexUnusable, JsonIndex, TextIndex, open_index
-from core.index.json_index import Node, Shown, Table
-from core.index.selection import (
-    Entries,
-    KeyRange,
-    NotIndexed,
-    TextLines,
-    Whole,
-    select,
-    stand_in,
-)
 from core.json_values import (
     display_key,
     dumps_compact,
@@ -50,7 +38,6 @@ from core.json_values import (
     json_type,
     shape,
 )
-from core.policy import DEFAULT_POLICY, Policy
 from core.selectors import (
     Grep,
     GrepView,
@@ -69,8 +56,21 @@ from core.selectors import (
     key_line,
     parse_selector,
 )
+from core.store import TEXT_SUFFIX, BlobStore, FsBlobStore
+from core.store.blob_id import BlobId, parse_blob_id
+from core.store.errors import BlobStoreError
+from core.store.index import IndexedLine, IndexUnusable, JsonIndex, TextIndex, open_index
+from core.store.index.json_index import Node, Shown, Table
+from core.store.index.selection import (
+    Entries,
+    KeyRange,
+    NotIndexed,
+    TextLines,
+    Whole,
+    select,
+    stand_in,
+)
 from core.summary import ELLIPSIS, key_lines, schema_line
-from core.tools import ToolError
 
 INSPECT_NAME = "inspect"
 INSPECT_PARAMETERS: dict[str, Any] = {
@@ -164,7 +164,7 @@ def _from_file(
 def _through_index(
     store: FsBlobStore, blob_id: BlobId, selector: Selector | SelectorError, policy: Policy
 ) -> str | None:
-    """The result read through the blob's index (core.index): the index finds what the
+    """The result read through the blob's index (core.store.index): the index finds what the
     selector reaches, and only what is shown is read. The same text as
     :func:`render_inspect` gives for the loaded blob; None when the blob is to be loaded
     instead (no index helps, or it turned out stale or damaged)."""

@@ -11,14 +11,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from core import json_stream
+from core.agent.policy import DEFAULT_POLICY, Policy
 from core.content import Inline, Stored, Structured, Text, ToolOutput, utf8_size
 from core.json_values import JsonError, dumps_for_storage, parse_json
-from core.policy import DEFAULT_POLICY, Policy
 from core.summary import summarize
 
 if TYPE_CHECKING:
-    from core.blob_id import BlobId
-    from core.blob_store import BlobStore, FsBlobStore
+    from core.store import BlobStore, FsBlobStore
+    from core.store.blob_id import BlobId
 
 _LEADING_SPACE = re.compile(r"\s*")
 

@@ -12,12 +12,12 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from core.blob_id import BlobId
+from core.agent.policy import DEFAULT_POLICY, Policy
 from core.content import Content, Structured, Text, cut_utf8, decode_text, encode_text
 from core.json_stream import PromotedJson
 from core.json_values import display_key, dumps_compact, json_type, shape
 from core.lines import count_lines, head_lines, tail_lines
-from core.policy import DEFAULT_POLICY, Policy
+from core.store.blob_id import BlobId
 
 ELLIPSIS = "…"
 _ELLIPSIS_BYTES = ELLIPSIS.encode()

@@ -8,7 +8,7 @@ from typing import Any
 
 from blobviewer.importers import claude_code, codex, gemini, openai_chat, openhands, swe_agent
 from blobviewer.importers.recording import Recording, RecordingError, UnknownFormat
-from core.history import ITEM_TYPES
+from core.agent.history import ITEM_TYPES
 
 OUR_FORMAT = "blobviewer"
 # What ingest derives from our own session logs; bump it when that changes.

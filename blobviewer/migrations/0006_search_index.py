@@ -70,7 +70,7 @@ def index_what_is_recorded(apps, schema_editor):
     """Titles, items and the blobs the store has, as ingest would have indexed them."""
     from blobviewer import search
     from blobviewer.data_dir import blob_store
-    from core.blob_store import BlobStoreError
+    from core.store import BlobStoreError
 
     Session = apps.get_model("blobviewer", "Session")
     Item = apps.get_model("blobviewer", "Item")

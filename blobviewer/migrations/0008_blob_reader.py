@@ -17,7 +17,7 @@ def fill_makers_and_previews(apps, schema_editor):
 
     from blobviewer.data_dir import blob_store
     from blobviewer.provenance import calls_in, made_blob, read_preview, step_title
-    from core.blob_store import BlobStoreError
+    from core.store import BlobStoreError
 
     Blob = apps.get_model("blobviewer", "Blob")
     Item = apps.get_model("blobviewer", "Item")

@@ -13,8 +13,8 @@ from typing import Any
 from django import template
 
 from blobviewer.models import Blob
-from core.blob_id import BLOB_REF
 from core.json_values import dumps_compact
+from core.store.blob_id import BLOB_REF
 
 register = template.Library()
 

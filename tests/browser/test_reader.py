@@ -16,8 +16,8 @@ from blobviewer.blob_index import refresh_blob
 from blobviewer.data_dir import blob_store
 from blobviewer.ingest import ingest_session
 from browser.conftest import PASSWORD, PageProblems
-from core.blob_id import BlobId, new_blob_id
 from core.content import Structured, Text
+from core.store.blob_id import BlobId, new_blob_id
 from web.records import header, tool_result_item
 
 SHOTS = Path("/tmp/shots")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from core.blob_store import FsBlobStore
+from core.store import FsBlobStore
 
 
 @pytest.fixture

@@ -20,13 +20,13 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import core.json_stream
-from core.blob_store import FsBlobStore
+from core.agent.policy import Policy
 from core.content import Structured, Text
 from core.inspect_tool import inspect_blob
 from core.json_stream import PromotedJson
 from core.json_values import JsonError, dumps_for_storage, parse_json
-from core.policy import Policy
 from core.promotion import admit_sync, promote
+from core.store import FsBlobStore
 from core.summary import summarize
 
 REPO = Path(__file__).resolve().parents[2]
@@ -241,7 +241,7 @@ MEMORY_SCRIPT = textwrap.dedent(
     import sys, uuid
     sys.path.insert(0, sys.argv[1])
     import orjson
-    from core.blob_store import FsBlobStore
+    from core.store import FsBlobStore
     from core.promotion import admit_sync, promote
 
     def kib(field):

@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from core.blob_errors import BlobStoreError, InvalidBlobId
-from core.blob_id import blob_created_at, find_blob_refs, new_blob_id, parse_blob_id
+from core.store.blob_id import blob_created_at, find_blob_refs, new_blob_id, parse_blob_id
+from core.store.errors import BlobStoreError, InvalidBlobId
 
 CANONICAL = "0190f5e2-7c1a-7b3e-9c4d-123456789abc"
 

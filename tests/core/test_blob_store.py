@@ -24,10 +24,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import json_values
 
-from core.blob_errors import BlobCorrupt, BlobIOError, BlobNotFound, BlobStoreError, InvalidBlobId
-from core.blob_id import blob_created_at
-from core.blob_store import BlobStore, FsBlobStore
 from core.content import Structured, Text
+from core.store import BlobStore, FsBlobStore
+from core.store.blob_id import blob_created_at
+from core.store.errors import BlobCorrupt, BlobIOError, BlobNotFound, BlobStoreError, InvalidBlobId
 
 REPO = Path(__file__).resolve().parents[2]
 REAL_NAME = re.compile(
@@ -358,7 +358,7 @@ def test_four_processes_store_at_once(store: FsBlobStore) -> None:
 _WRITER = textwrap.dedent(
     """
     import sys
-    from core.blob_store import FsBlobStore
+    from core.store import FsBlobStore
     from core.content import Text
 
     text = "0123456789abcdef" * (200 * 1024 * 1024 // 16)  # 200 MB

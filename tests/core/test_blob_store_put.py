@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from core.blob_errors import InvalidBlobId
-from core.blob_id import new_blob_id
-from core.blob_store import FsBlobStore
 from core.content import Structured, Text
+from core.store import FsBlobStore
+from core.store.blob_id import new_blob_id
+from core.store.errors import InvalidBlobId
 
 
 def test_it_stores_under_the_given_id_and_loads_back(tmp_path: Path) -> None:

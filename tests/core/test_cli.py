@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from core.blob_id import find_blob_refs
-from core.blob_store import FsBlobStore
 from core.cli import main
 from core.content import Structured, Text
 from core.inspect_tool import inspect_blob
+from core.store import FsBlobStore
+from core.store.blob_id import find_blob_refs
 from core.summary import summarize
 
 REPO = Path(__file__).resolve().parents[2]
@@ -277,9 +277,9 @@ def test_store_keeps_the_blob_when_only_printing_its_summary_fails(tmp_path: Pat
 def test_a_selector_that_is_a_double_dash_reaches_the_selector_parser(tmp_path, capsys):
     # argparse in Python 3.11 drops every "--", so `inspect -- ID --` lost its selector
     # and printed the overview instead of the selector's error.
-    from core.blob_store import FsBlobStore
     from core.cli import main
     from core.content import Text
+    from core.store import FsBlobStore
 
     blob_id = FsBlobStore(tmp_path).store_sync(Text("a\nb\n"))
 

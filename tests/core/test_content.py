@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from core.agent.policy import Policy
 from core.content import (
     Inline,
     Stored,
@@ -17,7 +18,6 @@ from core.content import (
     encode_text,
     utf8_size,
 )
-from core.policy import Policy
 
 
 @pytest.mark.parametrize(

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from core.blob_id import find_blob_refs
-from core.blob_store import FsBlobStore
+from core.agent.history import AssistantMessage, ToolResult
+from core.agent.session_log import read_session_log
 from core.cli import main
 from core.demo import DemoResult, report, run_demo
-from core.history import AssistantMessage, ToolResult
 from core.inspect_tool import inspect_blob
-from core.session_log import read_session_log
+from core.store import FsBlobStore
+from core.store.blob_id import find_blob_refs
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

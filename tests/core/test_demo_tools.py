@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from core.agent.tools import ToolError
 from core.demo_tools import (
     demo_tools,
     grep,
@@ -18,7 +19,6 @@ from core.demo_tools import (
     read_file,
     resolve_inside,
 )
-from core.tools import ToolError
 
 
 @pytest.fixture

@@ -19,13 +19,13 @@ from hypothesis import strategies as st
 
 import core.grep
 import core.inspect_tool
-from core.blob_store import FsBlobStore
+from core.agent.policy import DEFAULT_POLICY
 from core.content import Structured, Text, cut_utf8
 from core.grep import LINE_CAP, Page, compile_pattern, search
 from core.inspect_tool import InspectError, inspect_blob, render_inspect
 from core.lines import split_lines
-from core.policy import DEFAULT_POLICY
 from core.selectors import GrepView, evaluate
+from core.store import FsBlobStore
 
 REPO = Path(__file__).resolve().parents[2]
 BLOB_ID = uuid.UUID("0190f5e2-7c1a-7b3e-9c4d-123456789abc")
@@ -326,7 +326,7 @@ MEMORY_SCRIPT = textwrap.dedent(
     import sys, uuid
     from pathlib import Path
     sys.path.insert(0, sys.argv[1])
-    from core.blob_store import FsBlobStore
+    from core.store import FsBlobStore
     from core.inspect_tool import inspect_blob
 
     def kib(field):

@@ -15,14 +15,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core.blob_store import FsBlobStore
+from core.agent.policy import Policy
 from core.content import Content, Structured, Text
-from core.index import INDEX_FOLDER, index_path
-from core.index import json_index as json_index_module
-from core.index import text_index as text_index_module
 from core.inspect_tool import InspectError, inspect_blob, render_inspect
-from core.policy import Policy
 from core.selectors import Key, SelectorError, explain, parse_selector
+from core.store import FsBlobStore
+from core.store.index import INDEX_FOLDER, index_path
+from core.store.index import json_index as json_index_module
+from core.store.index import text_index as text_index_module
 from tests.core.strategies import json_values
 
 STATES = ["fresh", "deleted", "stale", "damaged", "unwritable"]

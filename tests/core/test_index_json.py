@@ -1,4 +1,4 @@
-"""The index of a JSON blob (core.index.json_index): the spans of its entries and keys, one
+"""The index of a JSON blob (core.store.index.json_index): the spans of its entries and keys, one
 level down for big values, made alike from the stored value and from the file."""
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core.blob_store import FsBlobStore
 from core.content import Structured
-from core.index import INDEX_FOLDER, JsonIndex, index_path, open_index
-from core.index import json_index as json_index_module
-from core.index.index_file import BytesReader, Reader
-from core.index.json_index import Node, json_index_from_file, json_index_from_value
 from core.json_values import dumps_compact, dumps_for_storage
+from core.store import FsBlobStore
+from core.store.index import INDEX_FOLDER, JsonIndex, index_path, open_index
+from core.store.index import json_index as json_index_module
+from core.store.index.index_file import BytesReader, Reader
+from core.store.index.json_index import Node, json_index_from_file, json_index_from_value
 from tests.core.strategies import json_values
 
 
@@ -163,7 +163,7 @@ def test_json_it_cannot_index_is_remembered_and_read_whole(
     def refuse(_: object) -> None:
         raise AssertionError("an index was made again")
 
-    monkeypatch.setattr("core.index.json_index_from_file", refuse)
+    monkeypatch.setattr("core.store.index.json_index_from_file", refuse)
     assert open_index(store.root, path, min_bytes=0) is None
 
 

@@ -19,7 +19,7 @@ TEXT = "x" * 1000
 MEASURE = """
 import json, re, resource, sys
 sys.path.insert(0, sys.argv[1])
-from core.blob_store import FsBlobStore
+from core.store import FsBlobStore
 from core.inspect_tool import inspect_blob
 
 

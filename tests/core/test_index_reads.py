@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from core import index as index_package
-from core.blob_store import FsBlobStore
 from core.content import Structured, Text
-from core.index import INDEX_FOLDER
-from core.index.json_index import NAME_GAP
-from core.index.text_index import BLOCK
 from core.inspect_tool import inspect_blob
+from core.store import FsBlobStore
+from core.store import index as index_package
+from core.store.index import INDEX_FOLDER
+from core.store.index.json_index import NAME_GAP
+from core.store.index.text_index import BLOCK
 
 LINES = 400_000  # 80-byte lines: 32 MB
 ENTRIES = 400_000  # about 55 bytes each: 22 MB

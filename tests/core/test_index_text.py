@@ -1,4 +1,4 @@
-"""The index of a text blob (core.index.text_index): where its lines start, read in part,
+"""The index of a text blob (core.store.index.text_index): where its lines start, read in part,
 following the line model of core.lines; and where the store keeps it."""
 
 from __future__ import annotations
@@ -10,17 +10,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core.blob_store import FsBlobStore
 from core.content import Text
-from core.index import INDEX_FOLDER, TextIndex, index_path, open_index
-from core.index.index_file import HEADER, BytesReader
-from core.index.text_index import (
+from core.lines import count_lines, line_slice, split_lines
+from core.store import FsBlobStore
+from core.store.index import INDEX_FOLDER, TextIndex, index_path, open_index
+from core.store.index.index_file import HEADER, BytesReader
+from core.store.index.text_index import (
     IndexedLine,
     open_text_index,
     text_index_from_bytes,
     text_index_from_file,
 )
-from core.lines import count_lines, line_slice, split_lines
 
 
 def write(tmp_path: Path, text: str, name: str = "blob.txt") -> Path:

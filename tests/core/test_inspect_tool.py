@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.blob_store import FsBlobStore
+from core.agent.policy import DEFAULT_POLICY, Policy
 from core.content import Structured, Text
 from core.inspect_tool import (
     INSPECT_DESCRIPTION,
@@ -24,8 +24,8 @@ from core.inspect_tool import (
     inspect_blob_async,
     render_inspect,
 )
-from core.policy import DEFAULT_POLICY, Policy
 from core.selectors import SelectorError
+from core.store import FsBlobStore
 
 BLOB_ID = uuid.UUID("0190f5e2-7c1a-7b3e-9c4d-123456789abc")
 REF = f"[blob:{BLOB_ID}]"

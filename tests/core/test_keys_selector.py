@@ -12,10 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from core.blob_store import FsBlobStore
+from core.agent.policy import DEFAULT_POLICY
 from core.content import Structured, Text
 from core.inspect_tool import INSPECT_DESCRIPTION, InspectError, inspect_blob, render_inspect
-from core.policy import DEFAULT_POLICY
 from core.selectors import (
     Grep,
     Keys,
@@ -25,6 +24,7 @@ from core.selectors import (
     evaluate,
     parse_selector,
 )
+from core.store import FsBlobStore
 
 REPO = Path(__file__).resolve().parents[2]
 BLOB_ID = uuid.UUID("0190f5e2-7c1a-7b3e-9c4d-123456789abc")

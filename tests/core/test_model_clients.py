@@ -11,8 +11,8 @@ from typing import Any
 import httpx
 import pytest
 
-from core.history import AssistantMessage, ToolCall, ToolResult, UserMessage
-from core.model_clients import (
+from core.agent.history import AssistantMessage, ToolCall, ToolResult, UserMessage
+from core.agent.model_clients import (
     ModelClient,
     ModelError,
     OpenAIChatClient,
@@ -20,8 +20,8 @@ from core.model_clients import (
     call,
     chat_messages,
 )
-from core.tools import tool
-from core.worker import Worker
+from core.agent.tools import tool
+from core.agent.worker import Worker
 
 DATA = Path(__file__).parent / "data"
 

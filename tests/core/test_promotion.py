@@ -12,11 +12,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.blob_errors import BlobStoreError
-from core.blob_store import FsBlobStore
+from core.agent.policy import DEFAULT_POLICY, Policy
 from core.content import Inline, Stored, Structured, Text
-from core.policy import DEFAULT_POLICY, Policy
 from core.promotion import Admitted, admit, admit_sync, promote
+from core.store import FsBlobStore
+from core.store.errors import BlobStoreError
 from core.summary import summarize
 
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from core.blob_id import parse_blob_id
-from core.history import AssistantMessage, Item, ToolCall, ToolResult, UserMessage
-from core.session_log import SessionLogError, SessionLogWriter, read_session_log
+from core.agent.history import AssistantMessage, Item, ToolCall, ToolResult, UserMessage
+from core.agent.session_log import SessionLogError, SessionLogWriter, read_session_log
+from core.store.blob_id import parse_blob_id
 
 ITEMS: list[Item] = [
     UserMessage("What is in big.log?"),

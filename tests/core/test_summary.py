@@ -14,10 +14,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from core.agent.policy import Policy
 from core.content import Structured, Text
 from core.json_values import display_key, dumps_compact, json_type, shape
 from core.lines import split_lines
-from core.policy import Policy
 from core.summary import summarize
 
 BLOB_ID = uuid.UUID("0190f5e2-7c1a-7b3e-9c4d-123456789abc")

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from core.tool_schema import ArgumentsError, check_arguments, docstring_parts
+from core.agent.tool_schema import ArgumentsError, check_arguments, docstring_parts
 
 SCHEMA: dict[str, Any] = {
     "type": "object",

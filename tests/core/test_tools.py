@@ -7,8 +7,8 @@ from typing import Any, Literal
 
 import pytest
 
+from core.agent.tools import FunctionTool, OutputTool, Tool, ToolError, output_text, tool
 from core.content import Inline, Stored, Structured, Text, ToolOutput
-from core.tools import FunctionTool, OutputTool, Tool, ToolError, output_text, tool
 
 
 def test_a_decorated_function_is_a_tool_named_after_it_and_described_by_its_docstring() -> None:

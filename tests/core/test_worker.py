@@ -9,15 +9,15 @@ from typing import Any
 
 import pytest
 
-from core.blob_errors import BlobIOError
-from core.blob_id import BlobId, find_blob_refs
-from core.blob_store import FsBlobStore
+from core.agent.history import AssistantMessage, Item, ToolCall, ToolResult, UserMessage
+from core.agent.model_clients import ModelError, ScriptedClient, call
+from core.agent.session_log import SessionLogWriter, read_session_log
+from core.agent.tools import ToolError, tool
+from core.agent.worker import RunResult, StopReason, Worker
 from core.content import Content, Inline, Stored, Structured, Text, ToolOutput, utf8_size
-from core.history import AssistantMessage, Item, ToolCall, ToolResult, UserMessage
-from core.model_clients import ModelError, ScriptedClient, call
-from core.session_log import SessionLogWriter, read_session_log
-from core.tools import ToolError, tool
-from core.worker import RunResult, StopReason, Worker
+from core.store import FsBlobStore
+from core.store.blob_id import BlobId, find_blob_refs
+from core.store.errors import BlobIOError
 
 # 1,000 lines of 50 bytes: a 50 KB file.
 BIG = "".join(f"line {n:04d} of the big log file, padded to 50 bytes\n" for n in range(1, 1001))

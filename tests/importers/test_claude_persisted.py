@@ -20,7 +20,7 @@ from django.urls import reverse
 from blobviewer.data_dir import blob_store
 from blobviewer.importers import claude_code, load_recording
 from blobviewer.models import Item, Session
-from core.blob_id import BLOB_REF
+from core.store.blob_id import BLOB_REF
 from importers.recordings import FIXTURES, claude_line, write_jsonl
 
 PERSISTING = FIXTURES / "claude_code" / "8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl"

@@ -19,9 +19,9 @@ from blobviewer.data_dir import blob_store
 from blobviewer.importers import RecordingError, detect, load_recording
 from blobviewer.ingest import ingest_file
 from blobviewer.models import Item, Session
-from core.blob_id import BLOB_REF
 from core.content import Stored, utf8_size
 from core.promotion import promote
+from core.store.blob_id import BLOB_REF
 from importers.recordings import FIXTURES
 
 GEMINI = FIXTURES / "gemini"

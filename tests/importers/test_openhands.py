@@ -30,9 +30,9 @@ from blobviewer.importers import (
 )
 from blobviewer.ingest import IngestError, ingest_file, ingest_recordings, recording_paths
 from blobviewer.models import Item, Session
-from core.blob_id import BLOB_REF
 from core.content import Stored, utf8_size
 from core.promotion import promote
+from core.store.blob_id import BLOB_REF
 from importers.recordings import FIXTURES
 
 OPENHANDS = FIXTURES / "openhands"

@@ -14,9 +14,9 @@ from django.test import Client
 from blobviewer.data_dir import blob_store
 from blobviewer.ingest import ingest_file
 from blobviewer.models import ApiToken
-from core.blob_id import BlobId
-from core.blob_store import FsBlobStore
 from core.content import Structured, Text
+from core.store import FsBlobStore
+from core.store.blob_id import BlobId
 from web.records import SampleSession, record_sample_session
 
 

@@ -11,12 +11,12 @@ from typing import Any
 import orjson
 
 from blobviewer.models import Session
-from core.blob_id import BlobId
-from core.blob_store import FsBlobStore
-from core.history import AssistantMessage, ToolCall, ToolResult, UserMessage
+from core.agent.history import AssistantMessage, ToolCall, ToolResult, UserMessage
+from core.agent.session_log import SessionLogWriter
 from core.inspect_tool import inspect_blob
 from core.promotion import admit_sync, promote
-from core.session_log import SessionLogWriter
+from core.store import FsBlobStore
+from core.store.blob_id import BlobId
 
 BUILD_LOG = "".join(f"step {n}: compiling module_{n}.py ... ok\n" for n in range(1, 301))
 ISSUES = [

@@ -14,8 +14,8 @@ from django.utils import timezone
 
 from blobviewer.ingest import IngestError
 from blobviewer.models import ApiToken, Blob, Item, Session
-from core.blob_store import FsBlobStore
 from core.content import Structured, Text
+from core.store import FsBlobStore
 from web.records import SampleSession, header, record_sample_session, tool_result_item, user_item
 
 pytestmark = pytest.mark.django_db

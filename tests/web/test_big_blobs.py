@@ -8,8 +8,8 @@ from django.urls import reverse
 
 from blobviewer.blob_index import refresh_blob
 from blobviewer.data_dir import blob_store
-from core.blob_store import FsBlobStore
 from core.content import Structured, Text
+from core.store import FsBlobStore
 
 pytestmark = pytest.mark.django_db
 

@@ -9,8 +9,8 @@ from django.urls import reverse
 from blobviewer import blob_index
 from blobviewer.blob_index import refresh_blob
 from blobviewer.data_dir import blob_store, renderings
-from core.blob_store import FsBlobStore
 from core.json_values import dumps_indented
+from core.store import FsBlobStore
 
 pytestmark = pytest.mark.django_db
 

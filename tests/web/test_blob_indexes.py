@@ -17,12 +17,12 @@ from blobviewer import json_rendering
 from blobviewer.blob_index import derived_files, refresh_blob
 from blobviewer.data_dir import blob_store, renderings
 from blobviewer.models import Blob
-from core.blob_store import FsBlobStore
 from core.content import Structured
-from core.index import INDEX_FOLDER, JsonIndex, index_path, open_index
-from core.index import json_index as json_index_module
 from core.inspect_tool import inspect_blob
 from core.json_values import dumps_indented
+from core.store import FsBlobStore
+from core.store.index import INDEX_FOLDER, JsonIndex, index_path, open_index
+from core.store.index import json_index as json_index_module
 from tests.core.strategies import json_values
 
 pytestmark = pytest.mark.django_db

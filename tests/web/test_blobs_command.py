@@ -23,8 +23,8 @@ from blobviewer.data_dir import renderings
 from blobviewer.models import Blob
 from blobviewer.search import matching_chunks, parse_query
 from blobviewer.session_upload import received_upload
-from core.blob_store import TEMP_PREFIX, FsBlobStore
 from core.content import Structured, Text
+from core.store import TEMP_PREFIX, FsBlobStore
 
 pytestmark = pytest.mark.django_db
 
@@ -395,7 +395,7 @@ def test_a_blobs_derived_files_can_be_found_and_discarded(data_dir, json_blob, m
     blob_id = json_blob(list(range(100)))
     other = json_blob(list(range(200)))
     blobs("index")
-    rendering, its_index = derived_files(blob_id)  # the rendering's line index (core.index)
+    rendering, its_index = derived_files(blob_id)  # the rendering's line index (core.store.index)
     assert its_index.parent == rendering.parent / ".index"
     size = rendering.stat().st_size + its_index.stat().st_size
 

@@ -33,9 +33,9 @@ from blobviewer import expensive
 from blobviewer.blob_index import refresh_blob
 from blobviewer.expensive import Busy, busy_message, evaluation_slot, is_expensive
 from blobviewer.models import ShareLink
-from core.blob_store import FsBlobStore
 from core.content import Structured, Text
 from core.selectors import parse_selector
+from core.store import FsBlobStore
 
 pytestmark = pytest.mark.django_db
 

@@ -18,7 +18,7 @@ from django.urls import reverse
 from blobviewer.data_dir import blob_store
 from blobviewer.ingest import ingest_session
 from blobviewer.models import Item
-from core.blob_id import BLOB_REF
+from core.store.blob_id import BLOB_REF
 from web.records import header, tool_result_item, user_item
 
 pytestmark = pytest.mark.django_db

@@ -26,7 +26,7 @@ from blobviewer.bulk_insert import insert_objects, insert_rows
 from blobviewer.ingest import ingest_file
 from blobviewer.models import Blob, BlobRef, Item, Session
 from blobviewer.provenance import made_blob
-from core.blob_store import FsBlobStore
+from core.store import FsBlobStore
 from importers.recordings import CLAUDE_CODE, FIXTURES, require_fixtures
 from web.records import header, tool_result_item, user_item
 

@@ -13,10 +13,10 @@ from django.core.management import CommandError, call_command
 
 from blobviewer.importers import load_recording
 from blobviewer.models import Item, Session
-from core.blob_id import BLOB_REF
+from core.agent.policy import DEFAULT_POLICY
 from core.content import Stored, utf8_size
-from core.policy import DEFAULT_POLICY
 from core.promotion import promote
+from core.store.blob_id import BLOB_REF
 from importers.recordings import (
     CLAUDE_CODE,
     MINI_SWE_AGENT,

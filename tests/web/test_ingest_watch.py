@@ -29,7 +29,7 @@ from blobviewer.importers import OUR_FORMAT, holds_runs, load_runs, load_sniffed
 from blobviewer.management.commands import ingest as ingest_command
 from blobviewer.models import Session
 from blobviewer.watch import Seen, WatchRoot, follow, recordings_changed, stop_on_signals
-from core.session_log import parse_session_log
+from core.agent.session_log import parse_session_log
 from web.ingest_process import REAL, Watching, expected_items, wait_until
 from web.records import header, user_item
 

@@ -19,8 +19,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from blobviewer.models import Blob, ShareLink
-from core.blob_store import FsBlobStore
 from core.content import Structured, Text
+from core.store import FsBlobStore
 
 pytestmark = pytest.mark.django_db
 

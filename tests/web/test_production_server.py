@@ -29,8 +29,8 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from core.blob_store import FsBlobStore
 from core.content import Text
+from core.store import FsBlobStore
 
 ROOT = Path(__file__).resolve().parents[2]
 HOST = "blobs.example.test"

@@ -30,9 +30,9 @@ from blobviewer.provenance import (
     made_blob,
     read_preview,
 )
-from core.blob_store import FsBlobStore
 from core.inspect_tool import inspect_blob
 from core.promotion import admit_sync, promote
+from core.store import FsBlobStore
 from web.records import record_sample_session
 from web.timeline_records import assistant, call, result, user
 

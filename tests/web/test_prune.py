@@ -35,9 +35,9 @@ from blobviewer.models import (
 )
 from blobviewer.retention import PruneReport, RetentionError, parse_age, prune
 from blobviewer.search import index_pending_blobs
-from core.blob_id import BlobId, blob_created_at
-from core.blob_store import FsBlobStore
 from core.content import Structured, Text
+from core.store import FsBlobStore
+from core.store.blob_id import BlobId, blob_created_at
 from web.records import header, tool_result_item, user_item
 
 pytestmark = pytest.mark.django_db
@@ -160,7 +160,7 @@ def test_a_pruned_blob_takes_its_rendering_and_index_files_along(
     for blob_id in (big, kept):
         (index / f"{blob_id}.lines").write_bytes(b"\x00" * 64)
         (index / f"{blob_id}.spans").write_bytes(b"\x00" * 32)
-    # A rendering has its own line index beside it, in derived/.index/ (core.index).
+    # A rendering has its own line index beside it, in derived/.index/ (core.store.index).
     rendering_index = rendered.root / ".index"
     assert list(rendering_index.glob(f"{big}*")) and list(rendering_index.glob(f"{kept}*"))
     derived_bytes = rendered.size_sync(big) + 96

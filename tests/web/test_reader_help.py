@@ -14,9 +14,9 @@ from blobviewer import blob_index
 from blobviewer.blob_index import refresh_blob
 from blobviewer.data_dir import blob_store
 from blobviewer.selector_help import COMPLETIONS
-from core.blob_store import FsBlobStore
 from core.content import Structured
 from core.selectors import parse_selector
+from core.store import FsBlobStore
 
 pytestmark = pytest.mark.django_db
 

@@ -13,8 +13,8 @@ from django.urls import reverse
 from blobviewer.blob_index import refresh_blob
 from blobviewer.data_dir import blob_store
 from blobviewer.selector_help import COMPLETIONS
-from core.blob_id import BlobId, new_blob_id
-from core.blob_store import FsBlobStore
+from core.store import FsBlobStore
+from core.store.blob_id import BlobId, new_blob_id
 
 pytestmark = pytest.mark.django_db
 

@@ -14,7 +14,7 @@ from blobviewer import blob_index
 from blobviewer.blob_display import LINES_PER_PAGE
 from blobviewer.blob_index import refresh_blob
 from blobviewer.data_dir import blob_store
-from core.blob_store import FsBlobStore
+from core.store import FsBlobStore
 
 pytestmark = pytest.mark.django_db
 

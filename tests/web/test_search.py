@@ -29,8 +29,8 @@ from blobviewer.search import (
     parse_query,
     session_filter,
 )
-from core.blob_id import BLOB_REF
 from core.content import Structured, Text
+from core.store.blob_id import BLOB_REF
 from web.records import header, tool_result_item, user_item
 
 pytestmark = pytest.mark.django_db

@@ -39,11 +39,11 @@ from blobviewer import views
 from blobviewer.blob_index import refresh_blob
 from blobviewer.forms import SelectorForm
 from blobviewer.models import ShareLink
-from core.blob_store import FsBlobStore
 from core.cli import main as cli_main
 from core.content import Content, Structured, Text, encode_text
 from core.inspect_tool import InspectError, inspect_blob
 from core.selectors import SelectorError, evaluate, parse_selector
+from core.store import FsBlobStore
 
 pytestmark = pytest.mark.django_db
 

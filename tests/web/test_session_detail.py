@@ -246,7 +246,7 @@ def test_the_timeline_loads_only_the_start_of_each_text(logged_in_client, big_it
 
     item = response.context["units"][0].item
     assert {"text", "output"} <= item.get_deferred_fields()
-    # A referenced blob's row is small: its indexes live beside it in the store (core.index).
+    # A referenced blob's row is small: its indexes live beside it in the store (core.store.index).
     assert item.blob_refs.all()[0].blob.get_deferred_fields() == set()
 
 

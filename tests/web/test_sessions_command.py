@@ -13,7 +13,7 @@ from django.core.management import CommandError, call_command
 from django.test import Client
 
 from blobviewer.models import ApiToken, Session
-from core.blob_store import FsBlobStore
+from core.store import FsBlobStore
 from web.records import SampleSession, record_sample_session
 
 pytestmark = pytest.mark.django_db

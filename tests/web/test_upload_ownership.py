@@ -29,9 +29,9 @@ from django.urls import reverse
 from django.utils import timezone
 
 from blobviewer.models import ApiToken, Blob, Item, Session
-from core.blob_errors import BlobIOError
-from core.blob_id import new_blob_id
-from core.blob_store import FsBlobStore
+from core.store import FsBlobStore
+from core.store.blob_id import new_blob_id
+from core.store.errors import BlobIOError
 from web.records import SampleSession, header, record_sample_session, tool_result_item, user_item
 
 pytestmark = pytest.mark.django_db

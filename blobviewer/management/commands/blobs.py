@@ -20,7 +20,7 @@ from blobviewer.blob_index import index_store
 from blobviewer.data_dir import blob_store, data_dir
 from blobviewer.leftovers import DEFAULT_AGE, format_age, parse_age, remove_leftovers
 from blobviewer.search import index_pending_blobs
-from core.blob_store import BlobStoreError
+from core.store import BlobStoreError
 
 
 def _age(text: str) -> Any:

@@ -38,7 +38,7 @@ from blobviewer.ingest_progress import ProgressLine, Unended, is_terminal
 from blobviewer.rebuild import rebuild_targets, still_outdated
 from blobviewer.session_ownership import NoSuchUser, user_named
 from blobviewer.watch import Seen, WatchError, WatchRoot, follow, stop_on_signals
-from core.blob_store import FsBlobStore
+from core.store import FsBlobStore
 
 
 @dataclass

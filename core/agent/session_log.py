@@ -14,10 +14,10 @@ from typing import Any, Self
 
 import orjson
 
-from core.blob_errors import InvalidBlobId
-from core.blob_id import new_blob_id, parse_blob_id
-from core.history import ITEM_TYPES, Item, RecordError, item_from_record, item_to_record
+from core.agent.history import ITEM_TYPES, Item, RecordError, item_from_record, item_to_record
 from core.json_values import JsonError, parse_json
+from core.store.blob_id import new_blob_id, parse_blob_id
+from core.store.errors import InvalidBlobId
 
 MAX_SEQ = 2**31 - 1  # what every database's integer column holds
 

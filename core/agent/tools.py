@@ -15,9 +15,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, overload, runtime_checkable
 
+from core.agent.tool_schema import docstring_parts, parameters_schema
 from core.content import Inline, Stored, Structured, Text, ToolOutput
 from core.json_values import dumps_compact
-from core.tool_schema import docstring_parts, parameters_schema
 
 __all__ = [
     "FunctionTool",

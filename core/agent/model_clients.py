@@ -22,9 +22,9 @@ from typing import Any, Protocol, Self, runtime_checkable
 
 import httpx
 
-from core.history import AssistantMessage, Item, ToolCall, ToolResult, UserMessage
+from core.agent.history import AssistantMessage, Item, ToolCall, ToolResult, UserMessage
+from core.agent.tools import Tool
 from core.json_values import JsonError, parse_json
-from core.tools import Tool
 
 __all__ = [
     "ModelClient",

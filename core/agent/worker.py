@@ -19,19 +19,19 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from core.blob_errors import BlobStoreError
-from core.blob_id import BlobId
-from core.blob_store import BlobStore
+from core.agent.history import Item, ToolCall, ToolResult, UserMessage
+from core.agent.model_clients import ModelClient
+from core.agent.policy import DEFAULT_POLICY, Policy
+from core.agent.session_log import SessionLogWriter
+from core.agent.tool_schema import ArgumentsError, check_arguments
+from core.agent.tools import OutputTool, Tool, ToolError, output_text
 from core.content import Inline, Stored, Structured, Text, ToolOutput, utf8_size
-from core.history import Item, ToolCall, ToolResult, UserMessage
 from core.inspect_tool import INSPECT_NAME, InspectTool
 from core.json_values import dumps_for_storage
-from core.model_clients import ModelClient
-from core.policy import DEFAULT_POLICY, Policy
 from core.promotion import admit, promote
-from core.session_log import SessionLogWriter
-from core.tool_schema import ArgumentsError, check_arguments
-from core.tools import OutputTool, Tool, ToolError, output_text
+from core.store import BlobStore
+from core.store.blob_id import BlobId
+from core.store.errors import BlobStoreError
 
 __all__ = ["DEFAULT_MAX_TURNS", "RunResult", "RunStats", "StopReason", "Worker"]
 

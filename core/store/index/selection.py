@@ -16,9 +16,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
-from core.index.index_file import IndexUnusable
-from core.index.json_index import JsonIndex, Node
-from core.index.text_index import TextIndex
 from core.selectors import (
     Grep,
     Key,
@@ -34,6 +31,9 @@ from core.selectors import (
     apply_step,
     missing_key,
 )
+from core.store.index.index_file import IndexUnusable
+from core.store.index.json_index import JsonIndex, Node
+from core.store.index.text_index import TextIndex
 
 
 class NotIndexed(Exception):

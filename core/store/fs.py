@@ -13,12 +13,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from core.blob_errors import BlobCorrupt, BlobIOError, BlobNotFound, BlobStoreError, InvalidBlobId
-from core.blob_id import BlobId, new_blob_id, parse_blob_id
 from core.content import Content, Structured, Text, decode_text, encode_text
-from core.index import INDEX_MIN_BYTES, discard_index, index_for, store_index
 from core.json_stream import PromotedJson
 from core.json_values import JsonError, dumps_for_storage, parse_json
+from core.store.blob_id import BlobId, new_blob_id, parse_blob_id
+from core.store.errors import BlobCorrupt, BlobIOError, BlobNotFound, BlobStoreError, InvalidBlobId
+from core.store.index import INDEX_MIN_BYTES, discard_index, index_for, store_index
 
 __all__ = [
     "BlobCorrupt",
@@ -58,7 +58,7 @@ class FsBlobStore:
     With ``fsync=True`` each blob is flushed to the disk before the rename, which also
     survives a power loss, at the cost of waiting for the disk.
 
-    A blob of at least ``index_min_bytes`` gets its index (core.index) written beside it
+    A blob of at least ``index_min_bytes`` gets its index (core.store.index) written beside it
     in `.index/` as it is stored, so readers find its lines, entries and keys without
     reading it whole. Failing to write an index never fails a store: it is a cache.
     """

@@ -27,7 +27,7 @@ from itertools import accumulate
 from pathlib import Path
 
 from core.content import cut_utf8, decode_text
-from core.index.index_file import (
+from core.store.index.index_file import (
     HEADER,
     KIND_TEXT,
     BytesReader,

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 import uuid6
 
-from core.blob_errors import InvalidBlobId
+from core.store.errors import InvalidBlobId
 
 BlobId = uuid.UUID
 

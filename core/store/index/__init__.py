@@ -1,8 +1,8 @@
 """Indexes of stored blobs, written once and used by every reader (SPEC 2.6).
 
 A blob's index lives in its store's hidden folder `.index/` as `<blob id>.idx`: line
-offsets for a text (core.index.text_index), the byte spans of a JSON value's entries and
-keys (core.index.json_index). The store writes it when it stores a blob of at least
+offsets for a text (core.store.index.text_index), the byte spans of a JSON value's entries and
+keys (core.store.index.json_index). The store writes it when it stores a blob of at least
 ``index_min_bytes``; a blob stored before indexes existed gets its index the first time it
 is read (:func:`open_index`). Indexes are caches: a missing, stale or damaged one is made
 again, and one the store cannot take (a read-only store) is not needed — readers then
@@ -15,7 +15,7 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
-from core.index.index_file import (
+from core.store.index.index_file import (
     INDEX_FOLDER,
     KIND_JSON,
     KIND_NONE,
@@ -31,8 +31,8 @@ from core.index.index_file import (
     read_header,
     write_index,
 )
-from core.index.json_index import JsonIndex, json_index_from_file, json_index_from_value
-from core.index.text_index import (
+from core.store.index.json_index import JsonIndex, json_index_from_file, json_index_from_value
+from core.store.index.text_index import (
     IndexedLine,
     TextIndex,
     text_index_from_bytes,

@@ -42,7 +42,8 @@ from typing import Any, BinaryIO, NamedTuple, overload
 import orjson
 
 from core.content import cut_utf8, decode_text, encode_text
-from core.index.index_file import (
+from core.json_values import JsonError, dumps_compact, parse_json
+from core.store.index.index_file import (
     HEADER,
     KIND_JSON,
     BytesReader,
@@ -52,7 +53,6 @@ from core.index.index_file import (
     pack_index,
     read_header,
 )
-from core.json_values import JsonError, dumps_compact, parse_json
 
 KINDS = ("null", "boolean", "number", "string", "array", "object")
 NULL, BOOLEAN, NUMBER, STRING, ARRAY, OBJECT = range(6)
