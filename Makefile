@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv run serve test bench lint format
+.PHONY: venv node run serve test bench lint format
 
 # The venv is created only when missing; requirements are reinstalled only when
 # requirements.txt is newer than the stamp written after the last install.
@@ -15,6 +15,16 @@ $(PY):
 
 $(STAMP): requirements.txt | $(PY)
 	$(PY) -m pip install -r requirements.txt
+	touch $@
+
+# The MCP servers the proxy's tests and bench wrap (the reference filesystem server),
+# exactly as package-lock.json pins them, in ./node_modules; again only when the lock
+# file is newer than the stamp.
+NODE_STAMP := node_modules/.installed
+node: $(NODE_STAMP)
+
+$(NODE_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund
 	touch $@
 
 # The site with demo data on SQLite in ./data, at http://127.0.0.1:8000 (or
@@ -37,11 +47,11 @@ serve: venv
 	$(PY) manage.py check --deploy
 	exec $(PY) -m gunicorn --config blobviewer/gunicorn.conf.py
 
-test: venv
+test: venv node
 	$(VENV)/bin/ruff check .
 	$(PY) -m pytest
 
-bench: venv
+bench: venv node
 	$(PY) bench/core_bench.py
 	$(PY) bench/site_bench.py
 	$(PY) bench/ingest_bench.py
