@@ -21,3 +21,8 @@ class BlobCorrupt(BlobStoreError):
 
 class BlobIOError(BlobStoreError, OSError):
     """The file system refused a read or a write."""
+
+
+class IndexUnusable(Exception):
+    """An index, or the blob it describes, is not what its reader expected (stale,
+    damaged, shorter); the caller reads the blob without the index."""

@@ -1,4 +1,4 @@
-"""The BlobStore protocol and FsBlobStore, a flat directory of immutable blob files.
+"""FsBlobStore, a flat directory of immutable blob files (the protocol: core.store.base).
 
 Layout: `<id>.txt` holds a Text as UTF-8, `<id>.json` a Structured value as JSON.
 """
@@ -11,11 +11,11 @@ import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Protocol, runtime_checkable
 
 from core.content import Content, Structured, Text, decode_text, encode_text
 from core.json_stream import PromotedJson
 from core.json_values import JsonError, dumps_for_storage, parse_json
+from core.store.base import BlobStore
 from core.store.blob_id import BlobId, new_blob_id, parse_blob_id
 from core.store.errors import BlobCorrupt, BlobIOError, BlobNotFound, BlobStoreError, InvalidBlobId
 from core.store.index import INDEX_MIN_BYTES, discard_index, index_for, store_index
@@ -38,15 +38,6 @@ JSON_SUFFIX = ".json"
 # is never a blob (blobs are named `<uuid>.txt` / `<uuid>.json`), so a cleaner may delete
 # old ones (the site's `manage.py blobs gc` does).
 TEMP_PREFIX = ".tmp-"
-
-
-@runtime_checkable
-class BlobStore(Protocol):
-    async def store(self, content: Content) -> BlobId: ...
-
-    async def load(self, blob_id: BlobId | str) -> Content: ...
-
-    async def exists(self, blob_id: BlobId | str) -> bool: ...
 
 
 class FsBlobStore:

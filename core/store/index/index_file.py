@@ -20,6 +20,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.store.errors import IndexUnusable
+
 INDEX_FOLDER = ".index"
 INDEX_SUFFIX = ".idx"
 # The same prefix as the blob store's temporary files, so `blobs gc` knows them.
@@ -33,10 +35,6 @@ KIND_JSON = 2
 
 # magic, version, kind, flags, blob size, index size, then six fields the kind defines.
 HEADER = struct.Struct("<8sHHIQQ6Q")
-
-
-class IndexUnusable(Exception):
-    """The index does not describe the blob (stale, damaged); the caller reads the blob."""
 
 
 @dataclass(frozen=True, slots=True)
