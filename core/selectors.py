@@ -17,7 +17,7 @@ import json
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from core.content import Content, Structured, Text
 from core.grep import Page, Pattern, PatternError, compile_pattern, search, text_blocks
@@ -71,43 +71,39 @@ class Lines:
 
 
 @dataclass(frozen=True, slots=True)
-class Slice:
+class _Range:
+    """`<name>:A..B` and `<name>:A..=B`: a range of entries, 0-based and clamped."""
+
     start: int | None
     end: int | None  # exclusive unless inclusive; None means open
     inclusive: bool = False
 
+    name: ClassVar[str]
+
     def __str__(self) -> str:
         start = "" if self.start is None else self.start
         end = "" if self.end is None else self.end
-        return f"slice:{start}..{'=' if self.inclusive else ''}{end}"
+        return f"{self.name}:{start}..{'=' if self.inclusive else ''}{end}"
 
     def bounds(self, size: int) -> tuple[int, int]:
-        """Half-open [start, stop) clamped to an array of *size* entries."""
-        return _bounds(self.start, self.end, self.inclusive, size)
+        """Half-open [start, stop) clamped to *size* entries."""
+        first = 0 if self.start is None else self.start
+        stop = size if self.end is None else self.end + int(self.inclusive)
+        return min(first, size), min(stop, size)
 
 
 @dataclass(frozen=True, slots=True)
-class Keys:
-    """`keys:A..B`: the key lines A..B of an object (0-based, half-open, clamped)."""
+class Slice(_Range):
+    """`slice:A..B`: the entries A..B of an array."""
 
-    start: int | None
-    end: int | None  # exclusive unless inclusive; None means open
-    inclusive: bool = False
-
-    def __str__(self) -> str:
-        start = "" if self.start is None else self.start
-        end = "" if self.end is None else self.end
-        return f"keys:{start}..{'=' if self.inclusive else ''}{end}"
-
-    def bounds(self, size: int) -> tuple[int, int]:
-        """Half-open [start, stop) clamped to an object of *size* keys."""
-        return _bounds(self.start, self.end, self.inclusive, size)
+    name: ClassVar[str] = "slice"
 
 
-def _bounds(start: int | None, end: int | None, inclusive: bool, size: int) -> tuple[int, int]:
-    first = 0 if start is None else start
-    stop = size if end is None else end + int(inclusive)
-    return min(first, size), min(stop, size)
+@dataclass(frozen=True, slots=True)
+class Keys(_Range):
+    """`keys:A..B`: the key lines A..B of an object."""
+
+    name: ClassVar[str] = "keys"
 
 
 @dataclass(frozen=True, slots=True)
