@@ -1,8 +1,8 @@
 """`grep:` — an RE2 pattern matched per line over a text streamed in blocks (SPEC 2.7).
 
 RE2 runs in time linear in the text whatever the pattern, so no pattern can hang a caller
-and no time limit is needed. A search reads the text a block at a time (a blob's file, or
-the UTF-8 of a string a chunk at a time), holds at most a block and one line of at most
+and no time limit is needed. A search reads the text a block at a time (a blob, read from its
+store, or the UTF-8 of a string a chunk at a time), holds at most a block and one line of at most
 LINE_CAP bytes, and stops as soon as a page of hits is found. Its result says which lines
 it searched (`first`..`last`), so a caller can go on after `last`.
 
@@ -25,12 +25,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import BinaryIO
+from typing import TYPE_CHECKING
 
 import re2
 from re2 import _re2
 
 from core.content import cut_utf8, decode_text, encode_text
+
+if TYPE_CHECKING:
+    from core.store.base import BlobReader
 
 LINE_CAP = 4 * 1024 * 1024  # bytes of one line that are matched; the rest is not searched
 BLOCK = 1 << 20  # bytes read (or encoded) at a time
@@ -347,22 +350,21 @@ def _skip_long_line(
 # -- sources ----------------------------------------------------------------------------------
 
 
-def file_blocks(file: BinaryIO, first: int = 1) -> Iterator[bytes]:
-    """The bytes of *file* from the start of line *first*, a block at a time; lines before
-    it are only counted (C speed), never held whole."""
+def blob_blocks(blob: BlobReader, first: int = 1, *, start: int = 0) -> Iterator[bytes]:
+    """The bytes of *blob* from offset *start* and then from the start of line *first*
+    (counted from *start*), a block at a time; lines before it are only counted (C speed),
+    never held whole."""
+    blocks = blob.blocks(start, BLOCK)
     skip = first - 1  # newlines to pass
-    while skip > 0:
-        block = file.read(BLOCK)
-        if not block:
-            return
-        found = block.count(b"\n")
-        if found < skip:
-            skip -= found
-            continue
-        yield block[_after_nth_newline(block, skip) :]
-        break
-    while block := file.read(BLOCK):
-        yield block
+    if skip > 0:
+        for block in blocks:
+            found = block.count(b"\n")
+            if found < skip:
+                skip -= found
+                continue
+            yield block[_after_nth_newline(block, skip) :]
+            break
+    yield from blocks
 
 
 def text_blocks(text: str, start: int = 0) -> Iterator[bytes]:
@@ -372,11 +374,11 @@ def text_blocks(text: str, start: int = 0) -> Iterator[bytes]:
         yield encode_text(text[position : position + BLOCK])
 
 
-def count_lines_in(file: BinaryIO) -> int:
-    """The line count of the text in *file* (from its current position), a block at a time."""
+def count_lines_in(blob: BlobReader) -> int:
+    """The line count of the text *blob* reads, a block at a time."""
     newlines = 0
     last = b""
-    while block := file.read(BLOCK):
+    for block in blob.blocks(0, BLOCK):
         newlines += block.count(b"\n")
         last = block[-1:]
     return newlines + (1 if last not in (b"", b"\n") else 0)

@@ -27,7 +27,7 @@ from core.content import (
     encode_text,
     utf8_size,
 )
-from core.grep import LINE_CAP, count_lines_in, file_blocks
+from core.grep import LINE_CAP, blob_blocks, count_lines_in
 from core.grep import Page as GrepPage
 from core.grep import search as grep_search
 from core.json_values import (
@@ -56,7 +56,7 @@ from core.selectors import (
     key_line,
     parse_selector,
 )
-from core.store import TEXT_SUFFIX, BlobStore, FsBlobStore
+from core.store import BlobStore
 from core.store.blob_id import BlobId, parse_blob_id
 from core.store.errors import BlobStoreError
 from core.store.index import IndexedLine, IndexUnusable, JsonIndex, TextIndex, open_index
@@ -112,7 +112,7 @@ async def inspect_blob_async(
 ) -> str:
     """What the inspect tool returns for *blob_id* and *selector*; raises InspectError."""
     parsed_id, parsed = _parse(blob_id, selector)
-    if isinstance(store, FsBlobStore):
+    if isinstance(store, BlobStore):  # it reads by range (a bare async store only loads)
         args = (store, parsed_id, parsed, policy)
         if (result := await asyncio.to_thread(_from_file, *args)) is not None:
             return result
@@ -124,7 +124,7 @@ async def inspect_blob_async(
 
 
 def inspect_blob(
-    store: FsBlobStore, blob_id: str, selector: str | None = None, policy: Policy = DEFAULT_POLICY
+    store: BlobStore, blob_id: str, selector: str | None = None, policy: Policy = DEFAULT_POLICY
 ) -> str:
     """:func:`inspect_blob_async` for synchronous callers (the CLI, the web site)."""
     parsed_id, parsed = _parse(blob_id, selector)
@@ -152,9 +152,9 @@ def _parse(blob_id: str, selector: str | None) -> tuple[BlobId, Selector | Selec
 
 
 def _from_file(
-    store: FsBlobStore, blob_id: BlobId, selector: Selector | SelectorError, policy: Policy
+    store: BlobStore, blob_id: BlobId, selector: Selector | SelectorError, policy: Policy
 ) -> str | None:
-    """The result read from the blob's file without loading the blob: `grep:` over a text
+    """The result read from the blob by range without loading the blob: `grep:` over a text
     streamed (core.grep), anything else through the blob's index; None: load it instead."""
     if (result := _grep_from_file(store, blob_id, selector, policy)) is not None:
         return result
@@ -162,15 +162,14 @@ def _from_file(
 
 
 def _through_index(
-    store: FsBlobStore, blob_id: BlobId, selector: Selector | SelectorError, policy: Policy
+    store: BlobStore, blob_id: BlobId, selector: Selector | SelectorError, policy: Policy
 ) -> str | None:
     """The result read through the blob's index (core.store.index): the index finds what the
     selector reaches, and only what is shown is read. The same text as
     :func:`render_inspect` gives for the loaded blob; None when the blob is to be loaded
     instead (no index helps, or it turned out stale or damaged)."""
     try:
-        path = store.path_of(blob_id)
-        index = open_index(store.root, path, min_bytes=store.index_min_bytes)
+        index = open_index(store, blob_id, min_bytes=store.index_min_bytes)
     except (BlobStoreError, OSError):
         return None  # loading it says what is wrong
     if index is None:
@@ -407,9 +406,9 @@ def _grep_page(ref: str, selector: Selector, policy: Policy) -> GrepPage:
 
 
 def _grep_from_file(
-    store: FsBlobStore, blob_id: BlobId, selector: Selector | SelectorError, policy: Policy
+    store: BlobStore, blob_id: BlobId, selector: Selector | SelectorError, policy: Policy
 ) -> str | None:
-    """`[lines:A-B |]* grep:P` of a text blob, streamed from its file (see grep_blob) and
+    """`[lines:A-B |]* grep:P` of a text blob, streamed from the store (see grep_blob) and
     rendered as render_inspect renders it; None for other selectors or blobs."""
     if not isinstance(selector, Selector):
         return None
@@ -432,7 +431,7 @@ def _grep_from_file(
 
 
 def grep_blob(
-    store: FsBlobStore, blob_id: BlobId, selector: Selector, *, page: GrepPage
+    store: BlobStore, blob_id: BlobId, selector: Selector, *, page: GrepPage
 ) -> GrepView | None:
     """`[lines:A-B |]* grep:P` of a text blob, streamed from its file in blocks (core.grep),
     never loading the blob: the blob's index gives the line count and where line A starts
@@ -448,37 +447,36 @@ def grep_blob(
     if not isinstance(grep, Grep) or not all(isinstance(step, Lines) for step in narrowing):
         return None
     try:
-        path = store.path_of(blob_id)
+        blob = store.open_sync(blob_id)
     except BlobStoreError:
         return None  # loading it says what is wrong
-    if path.suffix != TEXT_SUFFIX:
-        return None
-    try:
-        opened = open_index(store.root, path, min_bytes=store.index_min_bytes)
-    except (OSError, IndexUnusable):
-        opened = None
-    index = opened if isinstance(opened, TextIndex) else None
-    try:
-        with open(path, "rb") as file, contextlib.ExitStack() as closing:
-            if opened is not None:
-                closing.enter_context(opened)
+    with contextlib.ExitStack() as closing:
+        closing.enter_context(blob)
+        if blob.kind != "text":
+            return None
+        try:
+            opened = open_index(store, blob_id, min_bytes=store.index_min_bytes)
+        except (BlobStoreError, OSError, IndexUnusable):
+            opened = None
+        if opened is not None:
+            closing.enter_context(opened)
+        index = opened if isinstance(opened, TextIndex) else None
+        try:
             total, first, last = None, 1, None
             if narrowing:
-                total = index.line_count if index is not None else count_lines_in(file)
-                file.seek(0)
+                total = index.line_count if index is not None else count_lines_in(blob)
                 # The lines: steps on a text-less view give core's numbers and errors.
                 lines_view = apply_steps(Selector(tuple(narrowing)), LinesView("", 1, total, total))
                 assert isinstance(lines_view, LinesView)
                 first, last = lines_view.first, lines_view.last
             if index is not None:
                 total = index.line_count
-                file.seek(index.line_start(first))
-                blocks = file_blocks(file)
+                blocks = blob_blocks(blob, start=index.line_start(first))
             else:
-                blocks = file_blocks(file, first)
+                blocks = blob_blocks(blob, first)
             found = grep_search(blocks, grep.compiled, first=first, last=last, page=page)
-    except IndexUnusable:
-        return None  # a damaged index: the loaded blob gives the same result
+        except IndexUnusable:
+            return None  # a damaged index: the loaded blob gives the same result
     return GrepView(
         found.matches,
         grep.pattern,

@@ -8,17 +8,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from core.content import Content, Structured, Text, decode_text, encode_text
 from core.json_stream import PromotedJson
 from core.json_values import JsonError, dumps_for_storage, parse_json
-from core.store.base import BlobStore
+from core.store.base import BlobKind, BlobStat, BlobStore
 from core.store.blob_id import BlobId, new_blob_id, parse_blob_id
 from core.store.errors import BlobCorrupt, BlobIOError, BlobNotFound, BlobStoreError, InvalidBlobId
-from core.store.index import INDEX_MIN_BYTES, discard_index, index_for, store_index
+from core.store.file_reader import FileReader
+from core.store.index import INDEX_MIN_BYTES, index_for
+from core.store.index.index_file import can_write, index_files, index_path, write_index
 
 __all__ = [
     "BlobCorrupt",
@@ -38,6 +41,9 @@ JSON_SUFFIX = ".json"
 # is never a blob (blobs are named `<uuid>.txt` / `<uuid>.json`), so a cleaner may delete
 # old ones (the site's `manage.py blobs gc` does).
 TEMP_PREFIX = ".tmp-"
+_SUFFIX_OF_KIND: dict[str, str] = {"text": TEXT_SUFFIX, "json": JSON_SUFFIX}
+# An index's name becomes part of a path: a blob id, or a name as plain as one.
+_INDEX_NAME = re.compile(r"[0-9A-Za-z][0-9A-Za-z_-]*")
 
 
 class FsBlobStore:
@@ -103,6 +109,19 @@ class FsBlobStore:
             self._write_index(blob_id, content, data)
         return written
 
+    def put_stream_sync(
+        self, blob_id: BlobId | str, kind: BlobKind, chunks: Iterable[bytes]
+    ) -> bool:
+        """Store bytes already written as a blob of *kind* is kept, from *chunks* (never
+        held whole); atomic, never clobbers: False when the id is already stored."""
+        blob_id = parse_blob_id(blob_id)
+        if kind not in _SUFFIX_OF_KIND:
+            raise ValueError(f"a blob is text or json, not {kind!r}")
+        if self.exists_sync(blob_id):
+            return False
+        path = self.root / f"{blob_id}{_SUFFIX_OF_KIND[kind]}"
+        return self._write_atomically(path, chunks, replace=False)
+
     def load_sync(self, blob_id: BlobId | str) -> Content:
         path = self.path_of(blob_id)
         try:
@@ -149,13 +168,34 @@ class FsBlobStore:
                     if str(blob_id) == stem:  # only canonical names are blobs
                         yield blob_id
 
+    def stat_sync(self, blob_id: BlobId | str) -> BlobStat:
+        """The blob's kind and size in bytes."""
+        blob_id = parse_blob_id(blob_id)
+        for kind, path in zip(("text", "json"), self._candidates(blob_id), strict=True):
+            try:
+                return BlobStat(kind, path.stat().st_size)
+            except FileNotFoundError:
+                continue
+            except OSError as error:
+                raise BlobIOError(f"cannot read blob {blob_id}: {error.strerror}") from None
+        raise BlobNotFound(f"blob {blob_id} not found")
+
     def size_sync(self, blob_id: BlobId | str) -> int:
         """Size of the blob's file in bytes."""
-        path = self.path_of(blob_id)
-        try:
-            return path.stat().st_size
-        except OSError as error:
-            raise BlobIOError(f"cannot read blob {blob_id}: {error.strerror}") from None
+        return self.stat_sync(blob_id).size
+
+    def open_sync(self, blob_id: BlobId | str) -> FileReader:
+        """The blob's file, open for positioned reads (os.pread); the caller closes it."""
+        blob_id = parse_blob_id(blob_id)
+        for kind, path in zip(("text", "json"), self._candidates(blob_id), strict=True):
+            try:
+                reader = FileReader(path, kind)
+            except FileNotFoundError:
+                continue
+            except OSError as error:
+                raise BlobIOError(f"cannot read blob {blob_id}: {error.strerror}") from None
+            return reader
+        raise BlobNotFound(f"blob {blob_id} not found")
 
     def discard_sync(self, blob_id: BlobId | str) -> None:
         """Remove a blob its writer has just stored in vain (e.g. the transaction that was
@@ -164,7 +204,28 @@ class FsBlobStore:
         for path in self._candidates(blob_id):
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
-        discard_index(self.root, str(blob_id))
+        self.index_discard_sync(str(blob_id))
+
+    # -- indexes: `.index/<name>.idx` (SPEC 2.6) -------------------------------------------
+
+    def index_reader_sync(self, name: str) -> FileReader | None:
+        """The index *name*, open for reading; None when it is missing or unreadable."""
+        try:
+            return FileReader(index_path(self.root, self._index_name(name)))
+        except OSError:
+            return None
+
+    def index_put_sync(self, name: str, data: bytes) -> bool:
+        """Write the index *name* atomically; False when the store cannot take it."""
+        return write_index(self.root, self._index_name(name), data)
+
+    def index_writable_sync(self) -> bool:
+        return can_write(self.root)
+
+    def index_discard_sync(self, name: str) -> None:
+        for path in index_files(self.root, self._index_name(name)):
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
 
     # -- internals ------------------------------------------------------------------------
 
@@ -190,16 +251,26 @@ class FsBlobStore:
         value = None if is_text else content.value  # type: ignore[union-attr]
         # A cache: when it cannot be made here, readers make it from the blob if they need it.
         with contextlib.suppress(OSError, ValueError, TypeError, RecursionError, MemoryError):
-            store_index(self.root, str(blob_id), index_for(data, value, is_text=is_text))
+            index = index_for(data, value, is_text=is_text)
+            if index is not None:
+                self.index_put_sync(str(blob_id), index)
+
+    @staticmethod
+    def _index_name(name: str) -> str:
+        if not _INDEX_NAME.fullmatch(name):
+            raise ValueError(f"not an index name: {name!r}")
+        return name
 
     def _candidates(self, blob_id: BlobId) -> tuple[Path, Path]:
         # Only a parsed UUID, rendered canonically, ever becomes part of a path.
         name = str(blob_id)
         return self.root / f"{name}{TEXT_SUFFIX}", self.root / f"{name}{JSON_SUFFIX}"
 
-    def _write_atomically(self, path: Path, data: bytes, *, replace: bool = True) -> bool:
-        """Write *data* under *path* atomically; with ``replace=False`` an existing file is
-        kept (the link fails) and False is returned."""
+    def _write_atomically(
+        self, path: Path, data: bytes | Iterable[bytes], *, replace: bool = True
+    ) -> bool:
+        """Write *data* (bytes, or chunks of them) under *path* atomically; with
+        ``replace=False`` an existing file is kept (the link fails) and False is returned."""
         try:
             self.root.mkdir(parents=True, exist_ok=True)
             fd, temp_name = tempfile.mkstemp(dir=self.root, prefix=TEMP_PREFIX)
@@ -207,7 +278,11 @@ class FsBlobStore:
             raise BlobIOError(f"cannot write to {self.root}: {error.strerror}") from None
         try:
             with os.fdopen(fd, "wb") as file:
-                file.write(data)
+                if isinstance(data, bytes | bytearray | memoryview):
+                    file.write(data)
+                else:
+                    for chunk in data:
+                        file.write(chunk)
                 if self.fsync:
                     file.flush()
                     os.fsync(file.fileno())

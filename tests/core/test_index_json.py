@@ -15,9 +15,10 @@ from hypothesis import strategies as st
 from core.content import Structured
 from core.json_values import dumps_compact, dumps_for_storage
 from core.store import FsBlobStore
+from core.store.file_reader import FileReader
 from core.store.index import INDEX_FOLDER, JsonIndex, index_path, open_index
 from core.store.index import json_index as json_index_module
-from core.store.index.index_file import BytesReader, Reader
+from core.store.index.index_file import BytesReader
 from core.store.index.json_index import Node, json_index_from_file, json_index_from_value
 from tests.core.strategies import json_values
 
@@ -29,7 +30,7 @@ def small_children(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def opened(path: Path, data: bytes) -> JsonIndex:
-    return JsonIndex.open(Reader(path), BytesReader(data))
+    return JsonIndex.open(FileReader(path, "json"), BytesReader(data))
 
 
 def stored(tmp_path: Path, value: Any) -> tuple[FsBlobStore, Path]:
@@ -58,7 +59,8 @@ def test_the_index_from_the_value_is_the_index_from_the_file(
         data = dumps_for_storage(value)
         from_value = json_index_from_value(value, data)
         path.write_bytes(data)
-        from_file = json_index_from_file(path)
+        with FileReader(path, "json") as blob:
+            from_file = json_index_from_file(blob)
     finally:
         json_index_module.CHILD_MIN = saved
     assert from_value is not None
@@ -83,7 +85,7 @@ def test_raw_is_set_when_every_span_is_its_compact_json(tmp_path: Path) -> None:
 def test_entries_are_found_by_their_number(tmp_path: Path) -> None:
     value = [{"id": n, "name": "é" * (n % 5)} for n in range(1000)]
     store, path = stored(tmp_path, value)
-    with open_index(store.root, path, min_bytes=0) as index:
+    with open_index(store, path.stem, min_bytes=0) as index:
         root = index.root()
         assert (root.kind, root.count) == ("array", 1000)
         spans = list(index.spans(root.table, 700, 703))
@@ -107,7 +109,7 @@ def test_keys_are_found_by_name_with_their_kind_and_size(
         'a"b|c': True,
     }
     store, path = stored(tmp_path, value)
-    with open_index(store.root, path, min_bytes=0) as index:
+    with open_index(store, path.stem, min_bytes=0) as index:
         table = index.root().table
         for name, expected in value.items():
             node = index.find(table, name)
@@ -132,7 +134,7 @@ def test_keys_whose_hashes_collide_are_told_apart_by_name(
     monkeypatch.setattr(json_index_module.zlib, "crc32", lambda data: len(data) % 3)
     value = {f"key {n}": n for n in range(2000)}
     store, path = stored(tmp_path, value)
-    with open_index(store.root, path, min_bytes=0) as index:
+    with open_index(store, path.stem, min_bytes=0) as index:
         table = index.root().table
         for name in ("key 0", "key 999", "key 1999", "key 1500"):
             assert index.value(index.find(table, name)) == value[name]
@@ -158,13 +160,13 @@ def test_json_it_cannot_index_is_remembered_and_read_whole(
 ) -> None:
     store, path = stored(tmp_path, [0])
     path.write_bytes(text)
-    assert open_index(store.root, path, min_bytes=0) is None
+    assert open_index(store, path.stem, min_bytes=0) is None
 
     def refuse(_: object) -> None:
         raise AssertionError("an index was made again")
 
     monkeypatch.setattr("core.store.index.json_index_from_file", refuse)
-    assert open_index(store.root, path, min_bytes=0) is None
+    assert open_index(store, path.stem, min_bytes=0) is None
 
 
 def test_a_blob_stored_by_hand_gets_its_index_on_first_use(tmp_path: Path) -> None:
@@ -174,7 +176,7 @@ def test_a_blob_stored_by_hand_gets_its_index_on_first_use(tmp_path: Path) -> No
     value = {"items": [{"n": n} for n in range(10_000)], "total": 10_000}
     path.write_bytes(orjson.dumps(value))
     index_path(store.root, str(blob_id)).unlink()
-    with open_index(store.root, path, min_bytes=0) as index:
+    with open_index(store, path.stem, min_bytes=0) as index:
         items = index.find(index.root().table, "items")
         assert items.table is not None  # over CHILD_MIN: one level down
         (last,) = index.spans(items.table, 9999, 10_000)

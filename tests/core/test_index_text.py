@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from core.content import Text
 from core.lines import count_lines, line_slice, split_lines
 from core.store import FsBlobStore
+from core.store.file_reader import FileReader
 from core.store.index import INDEX_FOLDER, TextIndex, index_path, open_index
 from core.store.index.index_file import HEADER, BytesReader
 from core.store.index.text_index import (
@@ -30,7 +31,9 @@ def write(tmp_path: Path, text: str, name: str = "blob.txt") -> Path:
 
 
 def indexed(path: Path, *, block: int = 8192, group: int = 64) -> TextIndex:
-    return open_text_index(path, BytesReader(text_index_from_file(path, block=block, group=group)))
+    with FileReader(path) as blob:
+        data = text_index_from_file(blob, block=block, group=group)
+    return open_text_index(FileReader(path), BytesReader(data))
 
 
 def expected(text: str, start: int, end: int) -> list[IndexedLine]:
@@ -85,9 +88,9 @@ def test_line_starts_point_after_their_newline(tmp_path: Path) -> None:
 def test_the_same_index_comes_from_the_bytes_and_from_the_file(tmp_path: Path) -> None:
     text = "".join(f"{'é' * (n % 9)}{n}\r\n" for n in range(5000)) + "no newline"
     path = write(tmp_path, text)
-    assert text_index_from_bytes(path.read_bytes(), block=100, group=7) == text_index_from_file(
-        path, block=100, group=7
-    )
+    with FileReader(path) as blob:
+        from_file = text_index_from_file(blob, block=100, group=7)
+    assert text_index_from_bytes(path.read_bytes(), block=100, group=7) == from_file
 
 
 texts = st.lists(
@@ -172,7 +175,7 @@ def test_a_small_blob_gets_no_index_file(tmp_path: Path) -> None:
     blob_id = store.store_sync(Text("a\n" * 100))
     assert not index_path(store.root, str(blob_id)).exists()
     # It is still read through an index, made in memory for the call.
-    index = open_index(store.root, store.path_of(blob_id), min_bytes=store.index_min_bytes)
+    index = open_index(store, blob_id, min_bytes=store.index_min_bytes)
     assert isinstance(index, TextIndex)
     with index:
         assert index.line_count == 100
@@ -184,7 +187,7 @@ def test_a_stale_index_is_made_again(tmp_path: Path) -> None:
     blob_id = store.store_sync(Text("a\nb\n"))
     blob = store.path_of(blob_id)
     blob.write_bytes(b"a\nb\nc\n")  # blobs are immutable; this is what the check guards
-    with open_index(store.root, blob, min_bytes=0) as index:
+    with open_index(store, blob_id, min_bytes=0) as index:
         assert index.line_count == 3
     data = index_path(store.root, str(blob_id)).read_bytes()
     assert data == text_index_from_bytes(b"a\nb\nc\n")
@@ -207,6 +210,6 @@ def test_a_damaged_index_is_made_again(tmp_path: Path, damage) -> None:
     path = index_path(store.root, str(blob_id))
     good = path.read_bytes()
     path.write_bytes(damage(good))
-    with open_index(store.root, store.path_of(blob_id), min_bytes=0) as index:
+    with open_index(store, blob_id, min_bytes=0) as index:
         assert index.read_lines(5000, 6000) == [IndexedLine(5000, "line 5000", 9)]
     assert path.read_bytes() == good

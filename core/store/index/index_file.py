@@ -7,8 +7,9 @@ short, stale (another length) or foreign file treats it as absent. Indexes are c
 written atomically (a temporary `.tmp-*` file in `.index/`, renamed into place), never
 required, and deleting them changes nothing but speed.
 
-Every read of an index and of the blob it describes goes through :class:`Reader`, which
-reads with `os.pread` at known offsets and never holds a whole file.
+Every read of an index and of the blob it describes goes through a BlobReader (the store's
+positioned reads: `os.pread` in the file store), never holding a whole file. The functions
+that name paths here are the file store's (core.store.fs); readers ask the store.
 """
 
 from __future__ import annotations
@@ -17,9 +18,11 @@ import contextlib
 import os
 import struct
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.store.base import BLOCK, BlobKind, BlobReader
 from core.store.errors import IndexUnusable
 
 INDEX_FOLDER = ".index"
@@ -109,59 +112,15 @@ def can_write(root: Path) -> bool:
     return os.access(folder, os.W_OK | os.X_OK)
 
 
-class Reader:
-    """Positioned reads of one open file; the only way indexed paths read anything."""
-
-    __slots__ = ("fd", "size")
-
-    def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-        try:
-            self.size = os.fstat(self.fd).st_size
-        except OSError:
-            os.close(self.fd)
-            raise
-
-    def read(self, offset: int, size: int) -> bytes:
-        """*size* bytes at *offset* (fewer only at the end of the file)."""
-        if size <= 0:
-            return b""
-        parts = []
-        while size > 0:
-            chunk = os.pread(self.fd, size, offset)
-            if not chunk:
-                break
-            parts.append(chunk)
-            offset += len(chunk)
-            size -= len(chunk)
-        return parts[0] if len(parts) == 1 else b"".join(parts)
-
-    def exact(self, offset: int, size: int) -> bytes:
-        """Like :meth:`read`, but a short read means the file is not what was expected."""
-        data = self.read(offset, size)
-        if len(data) != size:
-            raise IndexUnusable("a read went past the end of the file")
-        return data
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError):
-            os.close(self.fd)
-
-    def __enter__(self) -> Reader:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
 class BytesReader:
-    """A :class:`Reader` over bytes in memory: an index built for one call and not kept
-    (a blob too small to be worth an index file, or a store that cannot take one)."""
+    """A BlobReader over bytes in memory: an index built for one call and not kept (a
+    blob too small to be worth an index file, or a store that cannot take one)."""
 
-    __slots__ = ("data", "size")
+    __slots__ = ("data", "kind", "size")
 
-    def __init__(self, data: bytes) -> None:
+    def __init__(self, data: bytes, kind: BlobKind = "text") -> None:
         self.data = data
+        self.kind = kind
         self.size = len(data)
 
     def read(self, offset: int, size: int) -> bytes:
@@ -173,11 +132,21 @@ class BytesReader:
             raise IndexUnusable("a read went past the end of the index")
         return data
 
+    def blocks(self, start: int = 0, block: int = BLOCK) -> Iterator[bytes]:
+        for at in range(max(start, 0), self.size, block):
+            yield self.data[at : at + block]
+
     def close(self) -> None:
         pass
 
+    def __enter__(self) -> BytesReader:
+        return self
 
-def read_header(reader: Reader | BytesReader, *, blob_size: int, kinds: tuple[int, ...]) -> Header:
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+
+def read_header(reader: BlobReader, *, blob_size: int, kinds: tuple[int, ...]) -> Header:
     """The header of an open index file; IndexUnusable when it is not an index of this
     blob as it is now (another size, another version, a short or foreign file)."""
     data = reader.read(0, HEADER.size)

@@ -28,7 +28,6 @@ import codecs
 import itertools
 import json
 import operator
-import os
 import re
 import struct
 import sys
@@ -37,19 +36,18 @@ from array import array
 from bisect import bisect_left
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, BinaryIO, NamedTuple, overload
+from typing import Any, NamedTuple, overload
 
 import orjson
 
 from core.content import cut_utf8, decode_text, encode_text
 from core.json_values import JsonError, dumps_compact, parse_json
+from core.store.base import BlobReader
 from core.store.index.index_file import (
     HEADER,
     KIND_JSON,
-    BytesReader,
     Header,
     IndexUnusable,
-    Reader,
     pack_index,
     read_header,
 )
@@ -307,22 +305,40 @@ def _kinds_and_counts(values: tuple[Any, ...]) -> list[int]:
     return list(map(operator.or_, counts, kinds))
 
 
-def json_index_from_file(path: str | os.PathLike[str]) -> bytes | None:
-    """The index of the JSON blob at *path*, for blobs stored before indexes existed (or
-    whose index was deleted): one pass over the file, a few MB at a time, with the standard
+def json_index_from_file(blob: BlobReader) -> bytes | None:
+    """The index of the JSON blob that *blob* reads, for blobs stored before indexes existed
+    (or whose index was deleted): one pass over it, a few MB at a time, with the standard
     library's scanner, so memory stays bounded by the biggest entry, not the blob. None
-    when the file is not compact JSON as the store writes it (or not JSON at all)."""
-    with open(path, "rb") as file:
-        size = os.fstat(file.fileno()).st_size
-        for width in sorted({_width(size), 8}):
-            file.seek(0)
-            try:
-                return _FromFile(file, size, width).build()
-            except OverflowError:  # a count too big for 4 bytes: 8-byte records
-                continue
-            except (_Unindexable, UnicodeDecodeError, RecursionError):
-                return None
+    when it is not compact JSON as the store writes it (or not JSON at all)."""
+    file = _ReaderFile(blob)
+    for width in sorted({_width(blob.size), 8}):
+        file.seek(0)
+        try:
+            return _FromFile(file, blob.size, width).build()
+        except OverflowError:  # a count too big for 4 bytes: 8-byte records
+            continue
+        except (_Unindexable, UnicodeDecodeError, RecursionError):
+            return None
     return None
+
+
+class _ReaderFile:
+    """The reads of a file a build makes (read on, tell, seek), over a BlobReader."""
+
+    def __init__(self, blob: BlobReader) -> None:
+        self.blob = blob
+        self.position = 0
+
+    def read(self, size: int) -> bytes:
+        data = self.blob.read(self.position, size)
+        self.position += len(data)
+        return data
+
+    def tell(self) -> int:
+        return self.position
+
+    def seek(self, position: int) -> None:
+        self.position = position
 
 
 def _reject_constant(name: str) -> Any:
@@ -353,7 +369,7 @@ _DROP = 4 << 20  # characters already passed that are let go of
 class _Window:
     """The blob's text from a byte offset on, decoded as far as it is needed."""
 
-    def __init__(self, file: BinaryIO, size: int) -> None:
+    def __init__(self, file: _ReaderFile, size: int) -> None:
         self.file = file
         self.size = size
         self.text = ""
@@ -433,7 +449,7 @@ class _Window:
 
 
 class _FromFile:
-    def __init__(self, file: BinaryIO, size: int, width: int) -> None:
+    def __init__(self, file: _ReaderFile, size: int, width: int) -> None:
         self.window = _Window(file, size)
         self.layout = _Layout(width, [])
         self.size = size
@@ -653,7 +669,7 @@ class Shown:
 class JsonIndex:
     """Spans of a JSON blob read through its index; see the module docstring."""
 
-    def __init__(self, blob: Reader, index: Reader | BytesReader, header: Header) -> None:
+    def __init__(self, blob: BlobReader, index: BlobReader, header: Header) -> None:
         self.blob = blob
         self.index = index
         root, width, table_at, children_at, children, _ = header.fields
@@ -669,7 +685,7 @@ class JsonIndex:
         self.children = children
 
     @classmethod
-    def open(cls, blob: Reader, index: Reader | BytesReader) -> JsonIndex:
+    def open(cls, blob: BlobReader, index: BlobReader) -> JsonIndex:
         return cls(blob, index, read_header(index, blob_size=blob.size, kinds=(KIND_JSON,)))
 
     def close(self) -> None:

@@ -17,23 +17,20 @@ The index holds two tables of fixed-width records (unsigned 64-bit, little-endia
 
 from __future__ import annotations
 
-import os
 import sys
 from array import array
 from bisect import bisect_left
 from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import accumulate
-from pathlib import Path
 
 from core.content import cut_utf8, decode_text
+from core.store.base import BlobReader
 from core.store.index.index_file import (
     HEADER,
     KIND_TEXT,
-    BytesReader,
     Header,
     IndexUnusable,
-    Reader,
     pack_index,
     read_header,
 )
@@ -69,17 +66,28 @@ def text_index_from_bytes(data: bytes, *, block: int = 0, group: int = 0) -> byt
     return _pack(counts, len(data), data.endswith(b"\n"), block, group)
 
 
-def text_index_from_file(path: str | os.PathLike[str], *, block: int = 0, group: int = 0) -> bytes:
-    """The index of the text blob at *path*, read once a block at a time (bounded memory)."""
+def text_index_from_file(blob: BlobReader, *, block: int = 0, group: int = 0) -> bytes:
+    """The index of the text blob that *blob* reads, read once a chunk at a time (bounded
+    memory); chunks need not fall on block edges."""
     block, group = block or BLOCK, group or GROUP
     counts: list[int] = []
     size = 0
     last = b""
-    with open(path, "rb") as file:
-        while chunk := file.read(_FILE_CHUNK // block * block or block):
-            counts += [chunk.count(b"\n", at, at + block) for at in range(0, len(chunk), block)]
-            size += len(chunk)
-            last = chunk[-1:]
+    newlines = filled = 0  # of the block being counted
+    for chunk in blob.blocks(0, _FILE_CHUNK // block * block or block):
+        at = 0
+        while at < len(chunk):
+            take = min(block - filled, len(chunk) - at)
+            newlines += chunk.count(b"\n", at, at + take)
+            filled += take
+            at += take
+            if filled == block:
+                counts.append(newlines)
+                newlines = filled = 0
+        size += len(chunk)
+        last = chunk[-1:]
+    if filled:
+        counts.append(newlines)
     return _pack(counts, size, last == b"\n", block, group)
 
 
@@ -115,7 +123,7 @@ class TextIndex:
     """Lines of a text blob read through its index. *blob* reads the blob's file, *index*
     its index (a file or bytes); both stay open until :meth:`close`."""
 
-    def __init__(self, blob: Reader, index: Reader | BytesReader, header: Header) -> None:
+    def __init__(self, blob: BlobReader, index: BlobReader, header: Header) -> None:
         self.blob = blob
         self.index = index
         block, group, befores, newlines, ends_with_newline, groups = header.fields
@@ -133,7 +141,7 @@ class TextIndex:
         self._groups_at = HEADER.size + _RECORD * befores
 
     @classmethod
-    def open(cls, blob: Reader, index: Reader | BytesReader) -> TextIndex:
+    def open(cls, blob: BlobReader, index: BlobReader) -> TextIndex:
         """The index in *index* of the blob in *blob*; IndexUnusable when it is stale."""
         return cls(blob, index, read_header(index, blob_size=blob.size, kinds=(KIND_TEXT,)))
 
@@ -264,9 +272,9 @@ def _line(number: int, raw: bytes, limit: int | None, *, size: int | None = None
     return IndexedLine(number, decode_text(raw), size)
 
 
-def open_text_index(blob_path: Path, index: Reader | BytesReader) -> TextIndex:
-    """A TextIndex over the blob at *blob_path*; IndexUnusable when *index* is stale."""
-    blob = Reader(blob_path)
+def open_text_index(blob: BlobReader, index: BlobReader) -> TextIndex:
+    """A TextIndex over *blob*, which it closes when it is closed (and when *index* is
+    stale: IndexUnusable)."""
     try:
         return TextIndex.open(blob, index)
     except BaseException:
