@@ -52,6 +52,17 @@ DEBUG = _env_bool("DEBUG", True)
 # logs) and, unless DATABASE_URL says otherwise, the SQLite database.
 BLOBVIEWER_DATA = Path(os.environ.get("BLOBVIEWER_DATA") or BASE_DIR / "data").resolve()
 
+# Where blobs, their indexes, renderings and uploaded session logs live: empty for the
+# data directory's own folders, or `s3://bucket/prefix` for an S3-compatible object store
+# that several servers share (boto3 reads AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID,
+# AWS_SECRET_ACCESS_KEY and AWS_REGION itself). See blobviewer/data_dir.py.
+BLOBVIEWER_BLOBS = os.environ.get("BLOBVIEWER_BLOBS", "").strip()
+if BLOBVIEWER_BLOBS and not BLOBVIEWER_BLOBS.startswith("s3://"):
+    raise ImproperlyConfigured(
+        f"BLOBVIEWER_BLOBS must be empty (the blobs/ folder in BLOBVIEWER_DATA) or "
+        f"s3://bucket/prefix, got {BLOBVIEWER_BLOBS!r}"
+    )
+
 SECRET_KEY = os.environ.get("SECRET_KEY", "")
 if not SECRET_KEY:
     if not DEBUG:
