@@ -573,14 +573,12 @@ def _promoted(
 def _holds(store: FsBlobStore, blob_id: uuid.UUID, content: Content) -> bool:
     """Whether the store's blob *blob_id* is byte for byte what storing *content* writes."""
     try:
-        path = store.path_of(blob_id)
-        if isinstance(content, Text):
-            data, suffix = encode_text(content.text), ".txt"
-        else:
-            data, suffix = dumps_for_storage(content.value), ".json"
-        return (
-            path.suffix == suffix and path.stat().st_size == len(data) and path.read_bytes() == data
-        )
+        with store.open_sync(blob_id) as blob:
+            if isinstance(content, Text):
+                data, kind = encode_text(content.text), "text"
+            else:
+                data, kind = dumps_for_storage(content.value), "json"
+            return blob.kind == kind and blob.size == len(data) and blob.read(0, len(data)) == data
     except (BlobStoreError, OSError, TypeError, ValueError, RecursionError):
         return False  # unreadable or unencodable: store the output anew
 
