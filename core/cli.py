@@ -2,6 +2,8 @@
 
     python -m core store [--dir DIR] [FILE|-]
     python -m core inspect [--dir DIR] BLOB_ID [SELECTOR]
+    python -m core mcp serve [--dir DIR]
+    python -m core mcp proxy [--dir DIR] [--log-dir SESSIONS] [--upload URL] -- COMMAND ARGS...
 
 Both print exactly what the model would read (on a terminal, followed by a newline when
 the text does not end with one). Errors go to stderr, one line, exit status 2; so does a
@@ -16,6 +18,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from core.content import encode_text
 from core.inspect_tool import InspectError, inspect_blob
@@ -61,7 +64,41 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="data directory (default: $BLOBVIEWER_DATA or ./data)",
     )
+    _add_mcp(commands)
     return parser
+
+
+def _add_mcp(commands: Any) -> None:
+    mcp = commands.add_parser("mcp", help="serve inspect, or stand in front of a server, over MCP")
+    modes = mcp.add_subparsers(dest="mcp_command", required=True, metavar="MODE")
+    serve = modes.add_parser("serve", help="a stdio MCP server exposing inspect over the store")
+    proxy = modes.add_parser(
+        "proxy",
+        help="run COMMAND as a stdio MCP server and keep its big results out of the context",
+        usage="python -m core mcp proxy [--dir DIR] [--log-dir SESSIONS] [--upload URL] "
+        "-- COMMAND [ARGS...]",
+    )
+    proxy.add_argument(
+        "--log-dir",
+        type=Path,
+        default=None,
+        metavar="SESSIONS",
+        help="write the session log of the run into this folder",
+    )
+    proxy.add_argument(
+        "--upload",
+        metavar="URL",
+        default=None,
+        help="send the session log and its blobs to this blobviewer server "
+        "(POST /api/sessions; the token is read from $BLOBVIEWER_TOKEN)",
+    )
+    for command in (serve, proxy):
+        command.add_argument(
+            "--dir",
+            type=Path,
+            default=None,
+            help="the blob store directory (default: $BLOBVIEWER_DATA/blobs, else ./data/blobs)",
+        )
 
 
 def _read_input(name: str) -> str:
@@ -109,6 +146,12 @@ _DOUBLE_DASH = "\x00--"
 
 def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["mcp"] and "--" in argv:
+        # The proxy's COMMAND is everything after the first "--", as it is.
+        cut = argv.index("--")
+        args = _parser().parse_args(argv[:cut])
+        args.wrapped = argv[cut + 1 :]
+        return args
     if "--" in argv:
         cut = argv.index("--") + 1
         argv[cut:] = [_DOUBLE_DASH if arg == "--" else arg for arg in argv[cut:]]
@@ -121,6 +164,8 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parse(argv)
+    if args.command == "mcp":
+        return _mcp(args)
     try:
         text = COMMANDS[args.command](args)
     except (CliError, InspectError, BlobStoreError) as error:
@@ -135,6 +180,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as error:  # e.g. a full disk, or > /dev/full
         _silence_stdout()
         return _fail(f"cannot write the output: {error.strerror or error}")
+    return 0
+
+
+def _mcp(args: argparse.Namespace) -> int:
+    """The MCP commands own stdin and stdout (the protocol); they print nothing else there."""
+    from core.mcp.cli import run_mcp_command  # imported late: it loads the mcp SDK
+
+    try:
+        run_mcp_command(args, args.dir or default_blob_dir())
+    except CliError as error:
+        return _fail(str(error))
     return 0
 
 

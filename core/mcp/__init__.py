@@ -1,0 +1,14 @@
+"""blobviewer over MCP: any MCP agent gets promotion and `inspect` (issue 13).
+
+- core.mcp.blobs: what an MCP peer reads of the blob store: the `inspect` tool and
+  `blob://<id>` resources.
+- core.mcp.result_promotion: a tool result from an MCP server, promoted as the Worker
+  promotes a tool output (SPEC 2.3, 2.4).
+- core.mcp.server: `python -m core mcp serve`, a stdio server exposing `inspect`.
+- core.mcp.proxy: `python -m core mcp proxy`, a stdio server in front of another one.
+- core.mcp.recording: the session log of a proxy run, and its upload.
+- core.mcp.cli: the `mcp` command of `python -m core`.
+
+Only these modules import the `mcp` SDK, and nothing in `core` imports them but the
+`mcp` command (core.cli), so `import core` stays light.
+"""
