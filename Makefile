@@ -55,6 +55,7 @@ bench: venv node
 	$(PY) bench/core_bench.py
 	$(PY) bench/site_bench.py
 	$(PY) bench/ingest_bench.py
+	$(PY) bench/mcp_bench.py
 
 lint: venv
 	$(VENV)/bin/ruff check .
