@@ -24,17 +24,17 @@ import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from django.core.management import call_command
 from django.urls import reverse
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
 
 from blobviewer.data_dir import blob_store
 from blobviewer.models import ApiToken, Item, Session
 from core.agent.session_log import read_session_log
-from core.content import Structured
+from core.content import Text
 from core.inspect_tool import inspect_blob
 from core.store import FsBlobStore
 from core.store.blob_id import parse_blob_id
 from core.summary import summarize
-from mcp import Client, StdioServerParameters
-from mcp.client.stdio import stdio_client
 
 REPO = Path(__file__).resolve().parents[2]
 FS_SERVER = REPO / "node_modules" / "@modelcontextprotocol" / "server-filesystem" / "dist"
@@ -115,7 +115,12 @@ def blob_id_of(summary: str) -> str:
 
 
 def dump(result: Any) -> dict[str, Any]:
-    return result.model_dump(by_alias=True, exclude_none=True)
+    """The result as the wire carries it, less the server info that the SDK's server
+    layer adds to every result's _meta (the proxy's own name, not the wrapped server's)."""
+    wire = result.model_dump(by_alias=True, exclude_none=True)
+    meta = wire.pop("_meta", {})
+    meta.pop("io.modelcontextprotocol/serverInfo", None)
+    return wire | ({"_meta": meta} if meta else {})
 
 
 # --- what the agent gets -------------------------------------------------------------------
@@ -136,21 +141,23 @@ def test_a_big_file_reaches_the_agent_as_a_summary_and_its_blob_holds_the_output
     assert "path" in tools["read_text_file"].input_schema["properties"]
 
     assert result.is_error is False
+    # The server sends the file twice: as a text block and as {"content": <the text>}
+    # under its output schema. Both are the file, stored once, as text (lines:, grep:).
     assert result.structured_content is None
     [summary] = texts(result)
     blob_id = blob_id_of(summary)
-    output = Structured({"content": BIG})  # the server's structuredContent, stored once
-    assert summary == summarize(parse_blob_id(blob_id), output)
+    assert summary == summarize(parse_blob_id(blob_id), Text(BIG))
     assert len(summary.encode()) <= SUMMARY_LIMIT
     links = [block for block in result.content if block.type == "resource_link"]
     assert [str(link.uri) for link in links] == [f"blob://{blob_id}"]
-    assert FsBlobStore(blobs).load_sync(blob_id) == output
-    assert sorted(path.suffix for path in blobs.iterdir() if path.is_file()) == [".json"]
+    assert FsBlobStore(blobs).load_sync(blob_id) == Text(BIG)
+    [blob_file] = (path for path in blobs.iterdir() if path.is_file())
+    assert blob_file.read_bytes() == (folder / "big.txt").read_bytes()
 
 
 def test_inspect_through_the_proxy_reads_the_blob_back(tmp_path, folder, node):
     blobs = tmp_path / "blobs"
-    selectors = [None, "key:content | lines:700-702", "key:content | grep:line 0123[0-4]"]
+    selectors = [None, "lines:700-702", "grep:line 0123[0-4]", "lines:1000- | grep:7$"]
     with proxy(folder, node, "--dir", str(blobs), errlog=tmp_path / "err") as client:
         summary = texts(client.call("read_text_file", {"path": str(folder / "big.txt")}))[0]
         blob_id = blob_id_of(summary)
@@ -160,21 +167,24 @@ def test_inspect_through_the_proxy_reads_the_blob_back(tmp_path, folder, node):
             )
             for selector in selectors
         }
-        bad_selector = client.call("inspect", {"blob_id": blob_id, "selector": "lines:1-2"})
+        bad_selector = client.call("inspect", {"blob_id": blob_id, "selector": "slice:0..2"})
         unknown = client.call("inspect", {"blob_id": "01234567-89ab-7def-8123-456789abcdef"})
 
     store = FsBlobStore(blobs)
     for selector, result in views.items():
         assert result.is_error is False
         assert texts(result) == [inspect_blob(store, blob_id, selector)]
-    lines = texts(views["key:content | lines:700-702"])[0].split("\n")
-    assert lines[1:] == [BIG.split("\n")[n] for n in (699, 700, 701)]
-    assert "line 01234:" in texts(views["key:content | grep:line 0123[0-4]"])[0]
+    lines = texts(views["lines:700-702"])[0].split("\n")
+    assert lines == [
+        f"[blob:{blob_id}] lines 700-702 of 1500",
+        *(BIG.split("\n")[n] for n in (699, 700, 701)),
+    ]
+    assert "1234: line 01234:" in texts(views["grep:line 0123[0-4]"])[0]
     for error in (bad_selector, unknown):
         assert error.is_error is True
         [message] = texts(error)
         assert "\n" not in message
-    assert "json_object" in texts(bad_selector)[0]  # lines: applies to text, not this blob
+    assert "this blob is text" in texts(bad_selector)[0]  # slice: applies to arrays
 
 
 def test_small_results_and_errors_pass_byte_for_byte(tmp_path, folder, node):
@@ -270,7 +280,7 @@ def test_upload_sends_the_session_and_its_blobs_to_a_live_server(
     session = Item.objects.filter(blob_refs__blob_id=blob_id).get().session
     assert session.owner == token[0].user
     assert session.item_count == 4  # and the rest at close
-    assert blob_store().load_sync(blob_id) == Structured({"content": BIG})
+    assert blob_store().load_sync(blob_id) == Text(BIG)
     assert blob_store().load_sync(blob_id) == FsBlobStore(agent_blobs).load_sync(blob_id)
 
 
@@ -349,6 +359,6 @@ def test_a_dead_upload_url_never_breaks_a_call_and_is_retried_later(
 
     # The calls made while the server was down got their answers whole.
     assert first.is_error is False and texts(small) == [SMALL]
-    assert blob_store().load_sync(first_blob) == Structured({"content": BIG})
-    assert blob_store().load_sync(second_blob) == Structured({"content": BIG.upper()})
+    assert blob_store().load_sync(first_blob) == Text(BIG)
+    assert blob_store().load_sync(second_blob) == Text(BIG.upper())
     assert "works again" in errlog.read_text()
