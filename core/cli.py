@@ -1,7 +1,7 @@
 """`python -m core`: promote a tool output from the shell, or inspect a stored blob.
 
-    python -m core store [--dir DIR] [FILE|-]
-    python -m core inspect [--dir DIR] BLOB_ID [SELECTOR]
+    python -m core store [--dir DIR | --store URL] [FILE|-]
+    python -m core inspect [--dir DIR | --store URL] BLOB_ID [SELECTOR]
     python -m core mcp serve [--dir DIR]
     python -m core mcp proxy [--dir DIR] [--log-dir SESSIONS] [--upload URL] -- COMMAND ARGS...
 
@@ -23,7 +23,7 @@ from typing import Any
 from core.content import encode_text
 from core.inspect_tool import InspectError, inspect_blob
 from core.promotion import admit_sync, promote
-from core.store import FsBlobStore
+from core.store import BlobStore, open_store
 from core.store.errors import BlobStoreError
 
 EXIT_ERROR = 2
@@ -51,11 +51,19 @@ def _parser() -> argparse.ArgumentParser:
     inspect.add_argument("blob_id")
     inspect.add_argument("selector", nargs="?", help="e.g. lines:20-50, slice:0..5, key:results")
     for command in (store, inspect):
-        command.add_argument(
+        where = command.add_mutually_exclusive_group()
+        where.add_argument(
             "--dir",
             type=Path,
             default=None,
             help="the blob store directory (default: $BLOBVIEWER_DATA/blobs, else ./data/blobs)",
+        )
+        where.add_argument(
+            "--store",
+            metavar="URL",
+            default=None,
+            help="the blob store: s3://bucket/prefix (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, "
+            "AWS_SECRET_ACCESS_KEY and AWS_REGION from the environment) or a directory",
         )
     demo = commands.add_parser("demo", help="run the demo agent session into a data directory")
     demo.add_argument(
@@ -113,15 +121,17 @@ def _read_input(name: str) -> str:
         raise CliError(f"{where} is not UTF-8 text (bad byte at offset {error.start})") from None
 
 
+def _open_store(args: argparse.Namespace) -> BlobStore:
+    return open_store(args.store or args.dir or default_blob_dir())
+
+
 def _store(args: argparse.Namespace) -> str:
     output = _read_input(args.file)
-    store = FsBlobStore(args.dir or default_blob_dir())
-    return admit_sync(promote(output), store).text
+    return admit_sync(promote(output), _open_store(args)).text
 
 
 def _inspect(args: argparse.Namespace) -> str:
-    store = FsBlobStore(args.dir or default_blob_dir())
-    return inspect_blob(store, args.blob_id, args.selector)
+    return inspect_blob(_open_store(args), args.blob_id, args.selector)
 
 
 def _demo(args: argparse.Namespace) -> str:

@@ -733,6 +733,9 @@ class S3BlobStore:
     def __repr__(self) -> str:
         return f"S3BlobStore({self.url!r})"
 
+    def __str__(self) -> str:  # where it is, for messages
+        return self.url
+
     def objects(self, folder: str) -> S3Objects:
         """Plain objects under `<prefix>/<folder>/` (e.g. ``"sessions"``), beside the blobs."""
         return self.objects_root.child(folder)
