@@ -41,6 +41,11 @@ def on_object_store() -> bool:
     return blobs_url().startswith(S3_SCHEME)
 
 
+def store_location() -> str:
+    """Where the blobs are, for messages: the blobs folder's path, or the store's URL."""
+    return blobs_url() or str(data_dir() / "blobs")
+
+
 def blob_store() -> BlobStore:
     """The store the agents write to: `<data>/blobs`, or the objects under the prefix."""
     if url := blobs_url():

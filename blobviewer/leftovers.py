@@ -14,6 +14,13 @@ and its folder:
   (blobviewer.session_upload);
 - `.tmp-*` in the data folder itself: the marker `manage.py blobs index` writes.
 
+With an object store (settings.BLOBVIEWER_BLOBS) objects are written whole or not at all,
+so nothing half written is ever visible there; what a killed writer leaves is a multipart
+upload never completed (a big blob, rendering or log: parts kept by the server, listed by
+no listing of objects). :func:`abort_stale_uploads` aborts those older than the cut-off,
+which frees their parts. The local folders are still cleaned as above (uploads are
+received on the host's disk first).
+
 Only files older than a cut-off go: a younger one may belong to a write still going on (a
 writer's file is modified as it is written; only a dead writer's file grows old). Real
 blobs (`<uuid>.txt`, `<uuid>.json`), session logs and anything else never match.
@@ -29,8 +36,9 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
-from core.store import TEMP_PREFIX
+from core.store import TEMP_PREFIX, BlobIOError, BlobStore
 from core.store.index import INDEX_FOLDER
+from core.store.s3 import S3BlobStore  # boto3 only when an object store is used
 
 DEFAULT_AGE = timedelta(hours=1)
 
@@ -147,6 +155,29 @@ def _collect(
         report.removed += 1
         report.removed_bytes += stat.st_size
     return report
+
+
+def abort_stale_uploads(store: BlobStore, *, older_than: timedelta, dry_run: bool = False) -> int:
+    """Abort the multipart uploads under the object store's prefix (blobs, `derived/`,
+    `sessions/`) started more than *older_than* ago; how many (with *dry_run*, how many
+    would be). 0 for a store that is no object store. Raises BlobStoreError."""
+    if not isinstance(store, S3BlobStore):
+        return 0
+    if not dry_run:
+        return store.objects_root.abort_uploads(older_than=older_than.total_seconds())
+    objects = store.objects_root
+    prefix = f"{objects.prefix}/" if objects.prefix else ""
+    cutoff = time.time() - older_than.total_seconds()
+    stale = 0
+    try:
+        pages = objects.client.get_paginator("list_multipart_uploads")
+        for page in pages.paginate(Bucket=objects.bucket, Prefix=prefix):
+            for upload in page.get("Uploads", ()):
+                started = upload.get("Initiated")
+                stale += started is None or started.timestamp() < cutoff
+    except Exception as error:  # botocore's errors: boto3 is not imported here
+        raise BlobIOError(f"cannot list the uploads of {objects.url}: {error}") from None
+    return stale
 
 
 _AGE = re.compile(r"(?P<number>\d{1,9})\s*(?P<unit>[smhd])")

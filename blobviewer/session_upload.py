@@ -5,9 +5,10 @@ temporary file, and every blob file must be named `<uuid>.txt` or `<uuid>.json` 
 decode as its suffix says. Then, before anything is stored, the session must be the
 token's user's (or new: it becomes theirs), the log must continue the one saved before
 byte for byte, and each blob it fills in must be the user's to send
-(blobviewer.session_ownership). Only then are the blobs stored, the log saved as
-`sessions/<id>.jsonl` and the session ingested, so a refused upload leaves no trace.
-No message sent to a client names a path on the server.
+(blobviewer.session_ownership). Only then are the blobs stored, the session ingested and
+the log saved as `<id>.jsonl` among the site's session logs (blobviewer.session_logs: the
+data directory's `sessions/`, or `<prefix>/sessions/` in an object store), so a refused
+upload leaves no trace. No message sent to a client names a path on the server.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from django.http import HttpRequest
 from django.http.multipartparser import MultiPartParserError
 
 from blobviewer.blob_index import refresh_blob
-from blobviewer.data_dir import blob_store, data_dir, sessions_dir
+from blobviewer.data_dir import blob_store, blobs_url, data_dir, sessions_dir
 from blobviewer.ingest import (
     IngestError,
     IngestResult,
@@ -42,6 +43,7 @@ from blobviewer.ingest import (
 from blobviewer.models import Blob, BlobRef, Session
 from blobviewer.retention import upload_refusal
 from blobviewer.search import index_pending_blobs
+from blobviewer.session_logs import LogBusy, LogDiverges, session_logs
 from blobviewer.session_ownership import NotYours, check_blob_fills, claim_session
 from core.agent.session_log import SessionLog, SessionLogError, read_session_log
 from core.content import Content, Structured, Text, decode_text
@@ -74,7 +76,7 @@ class Upload:
     """A checked upload: the parsed log, the file it was read from, and the blobs."""
 
     log: SessionLog
-    log_file: Path  # a temporary file in sessions/, moved into place by save_upload
+    log_file: Path  # a temporary file in <data>/sessions/, which save_upload may move
     blobs: dict[BlobId, Content]
 
     @property
@@ -105,9 +107,11 @@ def received_upload(request: HttpRequest, *, max_bytes: int) -> Iterator[Upload]
         raise UploadError(_EMPTY)
     if length > max_bytes:
         raise _too_big(max_bytes)
+    # On this host's disk whatever the store: a log is read twice (checked, compared) and
+    # only then kept. Named so that nothing reading sessions/*.jsonl ever picks it up
+    # half written, and `blobs gc` knows it for a leftover.
     directory = sessions_dir()
     directory.mkdir(parents=True, exist_ok=True)
-    # Named so that nothing reading sessions/*.jsonl ever picks it up half written.
     fd, name = tempfile.mkstemp(dir=directory, prefix=".upload-", suffix=".part")
     temp = Path(name)
     try:
@@ -137,8 +141,8 @@ def save_upload(upload: Upload, *, owner: AbstractBaseUser) -> UploadResult:
     a blob the upload brings, was deleted by retention; 400 when ingest refuses the session
     (the database is then as it was)."""
     store = blob_store()
+    logs = session_logs()
     session_id = uuid.UUID(upload.log.id)
-    path = sessions_dir() / f"{session_id}.jsonl"
     added: list[BlobId] = []
     result: IngestResult | None = None
     # A session or a blob that retention deleted is not recorded again: 410, nothing written.
@@ -150,7 +154,7 @@ def save_upload(upload: Upload, *, owner: AbstractBaseUser) -> UploadResult:
             # to the end, so uploads of one session take turns), the log only grows, and
             # every blob it fills in is the user's to send.
             claim_session(session_id, owner)
-            replace_log = _log_continues(path, upload.log_file, session_id=session_id)
+            log_check = logs.check(session_id, upload.log_file)
             check_blob_fills(upload.blobs, user=owner, store=store)
             for blob_id, content in upload.blobs.items():
                 if store.put_sync(blob_id, content):  # False: already stored, and immutable
@@ -158,7 +162,7 @@ def save_upload(upload: Upload, *, owner: AbstractBaseUser) -> UploadResult:
             result = ingest_session(
                 upload.log.header,
                 upload.log.records,
-                source_path=str(path),
+                source_path=logs.location(session_id),
                 store=store,
                 source_format="blobviewer",
                 owner=owner,
@@ -168,8 +172,10 @@ def save_upload(upload: Upload, *, owner: AbstractBaseUser) -> UploadResult:
                 refresh_blob(blob.id, store=store, row=blob)
             # ...and now search sees inside them too.
             index_pending_blobs(store=store, blob_ids=added)
-            if replace_log:
-                _save_log(upload.log_file, path)
+            # Last, and still inside the transaction: in an object store another host
+            # may have grown the log since it was checked; then it is compared again
+            # (a log that no longer continues rolls all of this back: 409).
+            logs.save(session_id, upload.log_file, log_check)
     except BaseException as error:
         # The blobs this upload sent stay in the store: a concurrent upload may already
         # rely on one that this one happened to write first, and a blob no session
@@ -179,6 +185,13 @@ def save_upload(upload: Upload, *, owner: AbstractBaseUser) -> UploadResult:
             store.discard_sync(blob_id)
         if isinstance(error, NotYours):
             raise UploadError(str(error), status=403) from None
+        if isinstance(error, LogDiverges):
+            raise UploadError(str(error), status=409) from None
+        if isinstance(error, LogBusy):
+            raise UploadError(
+                "the session's log is being replaced by other uploads; send it again in a moment",
+                status=503,
+            ) from None
         if isinstance(error, SessionPruned):  # pruned while this upload was on its way
             refusal = upload_refusal(upload.log.id, ()) or error.message
             raise UploadError(refusal, status=410) from None
@@ -326,58 +339,7 @@ def _without_server_paths(message: str) -> str:
     root = data_dir()
     for spelling in sorted({str(root.resolve()), str(root.absolute())}, key=len, reverse=True):
         message = message.replace(spelling, "<data>")
+    # Nor does the object store's bucket and prefix.
+    if url := blobs_url():
+        message = message.replace(url, "<store>")
     return message
-
-
-# --- writing -------------------------------------------------------------------------------
-
-
-def _log_continues(saved: Path, upload: Path, *, session_id: uuid.UUID) -> bool:
-    """Whether the uploaded log should replace the one saved: True when none is saved or
-    the saved one is a byte prefix of the upload (the log grew); False when the upload is
-    a byte prefix of the saved one (the same log, or an older copy sent late: a copy must
-    never shorten it). Anything else would rewrite what was recorded, so it raises
-    UploadError 409 naming the first line that differs. Both files are streamed."""
-    try:
-        old_file = saved.open("rb")
-    except FileNotFoundError:
-        return True
-    with old_file, upload.open("rb") as new_file:
-        newlines = 0  # in the bytes that matched so far
-        while True:
-            # A buffered read of a regular file returns _CHUNK bytes unless at the end.
-            old, new = old_file.read(_CHUNK), new_file.read(_CHUNK)
-            if old == new:
-                if not old:
-                    return False  # byte for byte the same
-                newlines += old.count(b"\n")
-                continue
-            same = _common_prefix(old, new)
-            if same == len(old):
-                return True  # the saved log ended here; the upload goes on
-            if same == len(new):
-                return False  # the upload ended here; the saved log goes on
-            line = newlines + old.count(b"\n", 0, same) + 1
-            raise UploadError(
-                f"line {line}: differs from session {session_id}'s log as already recorded; "
-                "an upload may only add lines after the ones recorded",
-                status=409,
-            )
-
-
-def _common_prefix(a: bytes, b: bytes) -> int:
-    """How many bytes *a* and *b* share at the start (at most one chunk each)."""
-    limit = min(len(a), len(b))
-    low, high = 0, limit  # a[:low] == b[:low], and the shared prefix is at most high
-    while low < high:  # binary search: slices compare in C, byte loops do not
-        middle = (low + high + 1) // 2
-        if a[:middle] == b[:middle]:
-            low = middle
-        else:
-            high = middle - 1
-    return low
-
-
-def _save_log(temp: Path, path: Path) -> None:
-    """Move the uploaded log into place (_log_continues said it may replace the saved one)."""
-    os.replace(temp, path)

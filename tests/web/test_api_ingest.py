@@ -499,7 +499,7 @@ def test_blobs_ingest_promoted_are_discarded_when_the_upload_fails_afterwards(
     def broken_disk(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("blobviewer.session_upload._save_log", broken_disk)
+    monkeypatch.setattr("blobviewer.session_logs.FileSessionLogs.save", broken_disk)
 
     with pytest.raises(OSError):
         post_raw(client, body, secret)
