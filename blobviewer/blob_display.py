@@ -55,7 +55,7 @@ from core.selectors import (
     escape_surrogates,
     evaluate,
 )
-from core.store import JSON_SUFFIX, BlobCorrupt, BlobStoreError, FsBlobStore
+from core.store import BlobCorrupt, BlobStore, BlobStoreError
 from core.store.index import IndexUnusable, JsonIndex, TextIndex, open_index
 from core.store.index.selection import NotIndexed, materialize, select
 
@@ -109,7 +109,7 @@ class Page:
         return any(row.cut for row in self.rows)
 
 
-def blob_page(blob: Blob, selector: Selector, *, store: FsBlobStore, start: int = 1) -> Page:
+def blob_page(blob: Blob, selector: Selector, *, store: BlobStore, start: int = 1) -> Page:
     """The page of *blob* that *selector* selects; raises SelectorError for a bad fit."""
     if blob.kind == "text" and all(isinstance(s, Lines) for s in selector.steps):
         return _indexed_lines_page(blob, selector, store=store)
@@ -132,13 +132,14 @@ def blob_page(blob: Blob, selector: Selector, *, store: FsBlobStore, start: int 
     return _json_page(view, selector, start=start)
 
 
-def _selected_view(blob: Blob, selector: Selector, *, store: FsBlobStore) -> View:
+def _selected_view(blob: Blob, selector: Selector, *, store: BlobStore) -> View:
     """What *selector* selects, as core.selectors.evaluate gives it; for a JSON blob read
     through its index, so only the parts selected are read and parsed."""
-    path = store.path_of(blob.id)
-    if path.suffix == JSON_SUFFIX and selector.steps:
+    if selector.steps and store.stat_sync(blob.id).kind == "json":
         try:
-            index = open_index(store.root, path, min_bytes=store.index_min_bytes)
+            index = open_index(store, blob.id, min_bytes=store.index_min_bytes)
+        except BlobStoreError:
+            raise
         except OSError as error:
             raise BlobStoreError(f"cannot read blob {blob.id}: {error.strerror}") from None
         if isinstance(index, JsonIndex):
@@ -153,10 +154,11 @@ def _selected_view(blob: Blob, selector: Selector, *, store: FsBlobStore) -> Vie
 # --- text ----------------------------------------------------------------------------------
 
 
-def _indexed_lines_page(blob: Blob, selector: Selector, *, store: FsBlobStore) -> Page:
-    path = store.path_of(blob.id)
+def _indexed_lines_page(blob: Blob, selector: Selector, *, store: BlobStore) -> Page:
     try:
-        index = open_index(store.root, path, min_bytes=store.index_min_bytes)
+        index = open_index(store, blob.id, min_bytes=store.index_min_bytes)
+    except BlobStoreError:
+        raise
     except OSError as error:
         raise BlobStoreError(f"cannot read blob {blob.id}: {error.strerror}") from None
     if not isinstance(index, TextIndex):
@@ -289,8 +291,7 @@ def _rendered_json_page(blob: Blob, *, start: int) -> Page | None:
     None when the rendering is gone, and the blob itself is read instead."""
     rendered = renderings()
     try:
-        path = rendered.path_of(blob.id)
-        index = open_index(rendered.root, path, min_bytes=0)  # made now if it was deleted
+        index = open_index(rendered, blob.id, min_bytes=0)  # made now if it was deleted
     except (BlobStoreError, OSError):
         return None
     if not isinstance(index, TextIndex):

@@ -30,21 +30,20 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from blobviewer.bulk_insert import insert_objects
-from blobviewer.data_dir import renderings
+from blobviewer.data_dir import data_dir, on_object_store, renderings
 from blobviewer.json_rendering import write_rendering, write_rendering_of_value
 from blobviewer.models import Blob
 from blobviewer.provenance import read_preview
 from core.content import content_kind
 from core.store import (
-    JSON_SUFFIX,
     TEMP_PREFIX,
-    TEXT_SUFFIX,
     BlobNotFound,
+    BlobReader,
+    BlobStore,
     BlobStoreError,
-    FsBlobStore,
 )
 from core.store.blob_id import BlobId, blob_created_at, parse_blob_id
-from core.store.index import JsonIndex, TextIndex, index_files, open_index
+from core.store.index import JsonIndex, TextIndex, open_index
 
 
 @dataclass
@@ -67,7 +66,7 @@ class BlobFacts:
             row.save()
 
 
-def index_blobs(blob_ids: Iterable[uuid.UUID], *, store: FsBlobStore) -> BlobFacts:
+def index_blobs(blob_ids: Iterable[uuid.UUID], *, store: BlobStore) -> BlobFacts:
     """The facts of every id's blob, to be saved with BlobFacts.save(): ids the database
     does not know and ones it knows as missing or unreadable are (re)read from the store
     (files read and big JSON renderings written now, so that the caller's transaction
@@ -82,7 +81,7 @@ def index_blobs(blob_ids: Iterable[uuid.UUID], *, store: FsBlobStore) -> BlobFac
     return facts
 
 
-def refresh_blob(blob_id: uuid.UUID, *, store: FsBlobStore, row: Blob | None = None) -> Blob:
+def refresh_blob(blob_id: uuid.UUID, *, store: BlobStore, row: Blob | None = None) -> Blob:
     """Read the blob's facts from the store into its row (created if needed) and save it.
 
     A big JSON blob also gets its indented rendering written to `derived/`.
@@ -97,7 +96,7 @@ def refresh_blob(blob_id: uuid.UUID, *, store: FsBlobStore, row: Blob | None = N
 
 
 def read_blob_facts(
-    blob_id: uuid.UUID, *, store: FsBlobStore, row: Blob | None = None, render: bool = False
+    blob_id: uuid.UUID, *, store: BlobStore, row: Blob | None = None, render: bool = False
 ) -> Blob:
     """The blob's facts as the store has them, put into *row* (or a new Blob); nothing is
     saved. With *render*, a big JSON blob's indented rendering is written to `derived/`.
@@ -111,10 +110,10 @@ def read_blob_facts(
     row.kind, row.size, row.count, row.error = "", None, None, ""
     row.missing = False
     try:
-        path = store.path_of(blob_id)
-        row.size = path.stat().st_size
-        _read_kind_and_count(row, path, store=store, render=render)
-        row.preview = read_preview(path)  # the blob list's first line (blobviewer.provenance)
+        with store.open_sync(blob_id) as blob:
+            row.size = blob.size
+            _read_kind_and_count(row, blob, store=store, render=render)
+            row.preview = read_preview(blob)  # the blob list's first line (provenance)
     except (BlobNotFound, FileNotFoundError):
         row.missing = True
         row.size = None
@@ -128,10 +127,10 @@ def read_blob_facts(
 RENDER_JSON_FROM_BYTES = 1 << 20
 
 
-def _read_kind_and_count(row: Blob, path: Path, *, store: FsBlobStore, render: bool) -> None:
+def _read_kind_and_count(row: Blob, blob: BlobReader, *, store: BlobStore, render: bool) -> None:
     """Kind and count from the blob's index; a JSON blob the index does not describe (a
     small one, or one the store cannot take an index for) is loaded instead."""
-    index = open_index(store.root, path, min_bytes=store.index_min_bytes)
+    index = open_index(store, row.id, min_bytes=store.index_min_bytes)
     if isinstance(index, TextIndex):
         with index:
             row.kind, row.count = "text", index.line_count
@@ -141,44 +140,48 @@ def _read_kind_and_count(row: Blob, path: Path, *, store: FsBlobStore, render: b
             root = index.root()
             row.kind = f"json_{root.kind}"
             row.count = root.count if root.table is not None else None
-            if render and path.stat().st_size >= RENDER_JSON_FROM_BYTES:
+            if render and blob.size >= RENDER_JSON_FROM_BYTES:
                 write_rendering(row.id, index)
         return
     content = store.load_sync(row.id)
     row.kind = content_kind(content)
     value = content.value
     row.count = len(value) if isinstance(value, list | dict) else None
-    if render and path.stat().st_size >= RENDER_JSON_FROM_BYTES:
+    if render and blob.size >= RENDER_JSON_FROM_BYTES:
         write_rendering_of_value(row.id, value)
 
 
 # --- derived files -------------------------------------------------------------------------
 
 
-def derived_files(blob_id: BlobId | str) -> list[Path]:
-    """The files in `derived/` made from this blob (its indented JSON rendering and that
-    rendering's line index), those that exist. Whoever deletes a blob deletes these with
-    it (see discard_derived); the blob's own index goes with the blob (FsBlobStore)."""
-    name = str(parse_blob_id(blob_id))
-    root = renderings().root
-    renderings_of_it = [
-        path
-        for suffix in (TEXT_SUFFIX, JSON_SUFFIX)
-        if (path := root / f"{name}{suffix}").is_file()
-    ]
-    return renderings_of_it + index_files(root, name)
+def derived_bytes(blob_id: BlobId | str) -> int:
+    """The bytes the blob's derived files hold in `derived/` (its indented JSON rendering
+    and that rendering's line index); 0 when there are none."""
+    return _stored_bytes(renderings(), str(parse_blob_id(blob_id)))
 
 
 def discard_derived(blob_id: BlobId | str) -> int:
     """Delete the blob's derived files; returns the bytes freed. They are caches: a page
-    reads the blob itself when they are gone."""
-    freed = 0
-    for path in derived_files(blob_id):
-        with contextlib.suppress(FileNotFoundError):
-            size = path.stat().st_size
-            path.unlink()
-            freed += size
+    reads the blob itself when they are gone. Whoever deletes a blob deletes these with it;
+    the blob's own index goes with the blob (BlobStore.discard_sync)."""
+    store = renderings()
+    name = str(parse_blob_id(blob_id))
+    freed = _stored_bytes(store, name)
+    store.discard_sync(name)  # the rendering and its index
     return freed
+
+
+def _stored_bytes(store: BlobStore, name: str) -> int:
+    """The bytes of blob *name* in *store* and of its index (0 for those it lacks)."""
+    try:
+        size = store.size_sync(name)
+    except BlobNotFound:
+        size = 0
+    index = store.index_reader_sync(name)
+    if index is not None:
+        with index:
+            size += index.size
+    return size
 
 
 # --- what a page shows ---------------------------------------------------------------------
@@ -194,7 +197,7 @@ class ViewedBlob(NamedTuple):
     unindexed: Unindexed
 
 
-def blob_for_view(blob_id: uuid.UUID, *, store: FsBlobStore) -> ViewedBlob | None:
+def blob_for_view(blob_id: uuid.UUID, *, store: BlobStore) -> ViewedBlob | None:
     """The blob a page shows, without writing a row; None when neither the database nor
     the store knows the id.
 
@@ -225,7 +228,7 @@ def as_missing(blob: Blob) -> Blob:
     return blob
 
 
-def indexed_blob(blob_id: uuid.UUID, *, store: FsBlobStore) -> Blob | None:
+def indexed_blob(blob_id: uuid.UUID, *, store: BlobStore) -> Blob | None:
     """The blob's row for a request that writes (e.g. making a share link): made or
     re-read from the store when the database does not know the blob as the store has it;
     None when neither knows the id."""
@@ -253,7 +256,7 @@ class IndexReport:
 
 
 def index_store(
-    store: FsBlobStore,
+    store: BlobStore,
     *,
     every: int = 1000,
     progress: Callable[[int, int], None] | None = None,
@@ -267,7 +270,8 @@ def index_store(
     modification time, taken before it was listed, is remembered beside it (see
     store_index_note). Raises BlobStoreError when the store cannot be listed.
     """
-    mtime = _settled_mtime(store.root)
+    folder = _watched_folder()
+    mtime = _settled_mtime(folder) if folder is not None else None
     # The rows first, then the listing: a row that says present was saved after its file
     # was written, so a file absent from the later listing is really gone (and a blob
     # written meanwhile is simply not in either, for the next run).
@@ -314,7 +318,7 @@ def index_store(
         if progress:
             progress(done, total)
     if mtime is not None:
-        _write_marker(store, mtime)
+        _write_marker(mtime)
     return IndexReport(len(on_disk), len(new), len(stale), len(vanished))
 
 
@@ -352,13 +356,19 @@ class IndexNote:
     indexed_at: datetime | None
 
 
-def marker_path(store: FsBlobStore) -> Path:
+def _watched_folder() -> Path | None:
+    """The folder whose modification time says the store changed: the data directory's
+    `blobs/` (None with an object store, which keeps no such time; `blobs index` lists it)."""
+    return None if on_object_store() else data_dir() / "blobs"
+
+
+def marker_path() -> Path:
     """Where index_store remembers the store's modification time: `<data>/blobs-indexed.json`
     beside `<data>/blobs` (outside the store, so writing it does not change the store)."""
-    return store.root.with_name(f"{store.root.name}-indexed.json")
+    return data_dir() / "blobs-indexed.json"
 
 
-def store_index_note(store: FsBlobStore) -> IndexNote | None:
+def store_index_note() -> IndexNote | None:
     """None when the store has not changed since `blobs index` last ran, else a note.
 
     Cheap enough for every page: one stat of the store directory and one small file read,
@@ -366,14 +376,17 @@ def store_index_note(store: FsBlobStore) -> IndexNote | None:
     a blob an agent writes straight into the store shows here. So does anything else that
     adds or removes a file there (ingest and uploads, which index their own blobs; a
     crashed write; `blobs gc`): the note says the store *changed*, not that blobs are
-    missing from the list. No store directory means no blob to index: None.
+    missing from the list. No store directory (or an object store) means no note: None.
     """
+    folder = _watched_folder()
+    if folder is None:
+        return None
     try:
-        mtime = store.root.stat().st_mtime_ns
+        mtime = folder.stat().st_mtime_ns
     except OSError:
         return None
     try:
-        marker = json.loads(marker_path(store).read_bytes())
+        marker = json.loads(marker_path().read_bytes())
         indexed_mtime = int(marker["store_mtime_ns"])
         indexed_at = datetime.fromisoformat(str(marker["indexed_at"]))
     except (OSError, ValueError, TypeError, KeyError):
@@ -381,8 +394,8 @@ def store_index_note(store: FsBlobStore) -> IndexNote | None:
     return None if indexed_mtime == mtime else IndexNote(indexed_at)
 
 
-def _write_marker(store: FsBlobStore, mtime: int) -> None:
-    path = marker_path(store)
+def _write_marker(mtime: int) -> None:
+    path = marker_path()
     data = json.dumps({"store_mtime_ns": mtime, "indexed_at": timezone.now().isoformat()})
     # Atomically, like the store: readers see the old marker or the new one. The
     # temporary file's name is the store's, so `blobs gc` knows it for a leftover.

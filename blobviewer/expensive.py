@@ -28,7 +28,7 @@ from django.conf import settings
 
 from blobviewer.data_dir import data_dir
 from core.selectors import Grep, Selector, SelectorError, parse_selector
-from core.store import FsBlobStore
+from core.store import BlobStore
 from core.store.blob_id import BlobId
 from core.store.errors import BlobStoreError
 
@@ -121,10 +121,10 @@ def _try_lock(path: Path) -> int | None:
     return fd
 
 
-def stored_size(store: FsBlobStore, blob_id: BlobId) -> int:
-    """The size of the blob's file; 0 when it cannot be found (the evaluation then fails
-    on its own, quickly)."""
+def stored_size(store: BlobStore, blob_id: BlobId) -> int:
+    """The size of the blob; 0 when it cannot be found (the evaluation then fails on its
+    own, quickly)."""
     try:
-        return store.path_of(blob_id).stat().st_size
+        return store.size_sync(blob_id)
     except (BlobStoreError, OSError):
         return 0

@@ -13,19 +13,16 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
-import tempfile
 import uuid
 from collections.abc import Callable, Iterator
-from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import orjson
 
 from blobviewer.data_dir import renderings
 from core.content import Text, encode_text
 from core.json_values import dumps_compact, dumps_indented, parse_json
-from core.store import TEMP_PREFIX, TEXT_SUFFIX
+from core.store import BlobStore, BlobStoreError
 from core.store.index import JsonIndex, open_index
 from core.store.index.json_index import Node, key_from_literal
 
@@ -35,40 +32,40 @@ _WRITE_BUFFER = 1 << 20
 def write_rendering(blob_id: uuid.UUID, index: JsonIndex) -> bool:
     """Write the rendering of the JSON blob that *index* describes, and its line index;
     False when it is there already (blobs are immutable, so is their rendering)."""
-    root = renderings().root
-    target = root / f"{blob_id}{TEXT_SUFFIX}"
-    if target.exists():
+    store = renderings()
+    if store.exists_sync(blob_id):
         return False
-    root.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(dir=root, prefix=TEMP_PREFIX)
     try:
-        with os.fdopen(fd, "wb", buffering=_WRITE_BUFFER) as file:
-            try:
-                _write(file, indented(index, index.root()))
-            except TypeError:  # as dumps_indented, by the standard library when orjson cannot
-                file.seek(0)
-                file.truncate()
-                _write(file, indented(index, index.root(), dumps=_standard_indented))
-        os.replace(temp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-        raise
-    _index(root, target)
-    return True
+        written = store.put_stream_sync(blob_id, "text", _encoded(indented(index, index.root())))
+    except TypeError:  # as dumps_indented, by the standard library when orjson cannot
+        chunks = indented(index, index.root(), dumps=_standard_indented)
+        written = store.put_stream_sync(blob_id, "text", _encoded(chunks))
+    _index(store, blob_id)
+    return written
 
 
 def write_rendering_of_value(blob_id: uuid.UUID, value: Any) -> bool:
     """The same for a blob read whole (one its index cannot describe)."""
     store = renderings()
     written = store.put_sync(blob_id, Text(dumps_indented(value)))
-    _index(store.root, store.root / f"{blob_id}{TEXT_SUFFIX}")
+    _index(store, blob_id)
     return written
 
 
-def _write(file: BinaryIO, chunks: Iterator[str]) -> None:
+def _encoded(chunks: Iterator[str]) -> Iterator[bytes]:
+    """The UTF-8 of *chunks* in pieces of about _WRITE_BUFFER bytes (a rendering comes in
+    many small strings; a store writes, or uploads, big pieces better)."""
+    pending: list[bytes] = []
+    size = 0
     for chunk in chunks:
-        file.write(encode_text(chunk))
+        data = encode_text(chunk)
+        pending.append(data)
+        size += len(data)
+        if size >= _WRITE_BUFFER:
+            yield b"".join(pending)
+            pending, size = [], 0
+    if pending:
+        yield b"".join(pending)
 
 
 def _orjson_indented(value: Any) -> str:
@@ -82,10 +79,10 @@ def _standard_indented(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, indent=2, allow_nan=False)
 
 
-def _index(root: Path, path: Path) -> None:
+def _index(store: BlobStore, blob_id: uuid.UUID) -> None:
     """Make the rendering's line index now, so its first page does not."""
-    with contextlib.suppress(OSError):
-        index = open_index(root, path, min_bytes=0)
+    with contextlib.suppress(BlobStoreError, OSError):
+        index = open_index(store, blob_id, min_bytes=0)
         if index is not None:
             index.close()
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from django.utils.html import escape
@@ -32,6 +31,7 @@ from django.utils.html import escape
 from core.content import utf8_size
 from core.json_values import JsonError, display_key, dumps_compact, json_type, parse_json, shape
 from core.selectors import Key, Keys, Selector, Slice, escape_surrogates
+from core.store import BlobReader
 
 TREE_BUDGET = 100_000  # bytes of HTML the tree's nodes may take
 TOP_CHILDREN = 1_000  # top-level entries at most (the budget usually stops sooner)
@@ -367,18 +367,17 @@ class Head:
     entries: list[tuple[int | str, Any]]
 
 
-def rendered_head(path: Path, *, limit: int, max_bytes: int = HEAD_BYTES) -> Head | None:
+def rendered_head(rendering: BlobReader, *, limit: int, max_bytes: int = HEAD_BYTES) -> Head | None:
     """The first (up to *limit*) top-level entries of the array or object whose indented
-    rendering (`dumps_indented`: two spaces a level, one key or entry a line) is at *path*,
-    reading at most *max_bytes* of it. An entry not complete within them is TooBig and
-    ends the list. None when the file cannot be read or holds no array or object.
+    rendering (`dumps_indented`: two spaces a level, one key or entry a line) *rendering*
+    reads, reading at most *max_bytes* of it. An entry not complete within them is TooBig
+    and ends the list. None when it cannot be read or holds no array or object.
 
     Strings are JSON-escaped in the rendering, so no line break falls inside one: a line
     indented by exactly one level, not closing a container, starts a top-level entry.
     """
     try:
-        with open(path, "rb") as file:
-            data = file.read(max_bytes + 1)
+        data = rendering.read(0, max_bytes + 1)
     except OSError:
         return None
     whole = len(data) <= max_bytes

@@ -25,7 +25,6 @@ import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 from django.db.models.functions import Substr
@@ -35,7 +34,7 @@ from blobviewer.models import Blob, BlobRef, Item, Session
 from blobviewer.templatetags.terminal import strip_terminal_codes
 from blobviewer.timeline import step_url
 from blobviewer.tool_args import one_line
-from core.store import JSON_SUFFIX
+from core.store import BlobReader
 from core.store.blob_id import BLOB_REF
 
 INSPECT = "inspect"
@@ -88,21 +87,20 @@ def one_line_text(text: str) -> str:
 # --- previews --------------------------------------------------------------------------------
 
 
-def read_preview(path: Path) -> str:
-    """The first line of the blob stored at *path* that has something to read, cut to
+def read_preview(blob: BlobReader) -> str:
+    """The first line of the blob *blob* reads that has something to read, cut to
     PREVIEW_CHARS (a JSON blob: the start of its compact text, which is one line).
 
-    Reads at most PREVIEW_READ_BYTES; "" when that holds no such line or the file cannot
+    Reads at most PREVIEW_READ_BYTES; "" when that holds no such line or the blob cannot
     be read (the blob's other facts say why).
     """
     try:
-        with path.open("rb") as file:
-            head = file.read(PREVIEW_READ_BYTES)
+        head = blob.read(0, PREVIEW_READ_BYTES)
     except OSError:
         return ""
     # A character cut at the end of the read becomes U+FFFD; it is past any line shown.
     text = head.decode("utf-8", errors="replace")
-    if path.suffix == JSON_SUFFIX:
+    if blob.kind == "json":
         lines: Iterable[str] = [text.replace("\n", " ")]
     else:
         lines = text.split("\n")

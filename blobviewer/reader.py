@@ -60,7 +60,7 @@ from blobviewer.selector_help import (
 from blobviewer.templatetags.terminal import strip_terminal_codes
 from core.json_values import json_type, shape
 from core.selectors import Grep, Keys, KeysView, Lines, Selector, Slice, ValueView
-from core.store import BlobStoreError, FsBlobStore
+from core.store import BlobStore, BlobStoreError
 
 RAW_PARAM = "as"  # `?as=raw`: JSON as indented rows instead of a tree
 SMALL_JSON = 1 << 20  # a JSON blob this small may be read whole for its keys
@@ -130,7 +130,7 @@ def reader_view(
     base_url: str,
     view_id: str,
     in_place: bool,
-    store: FsBlobStore,
+    store: BlobStore,
 ) -> Reader:
     """The reader for *page* of *blob* (None when the selector failed or nothing can be
     shown), selected by *selector* (None when it did not parse; *selector_text* is what
@@ -167,7 +167,7 @@ def reader_view(
 
 
 def _lines(
-    reader: Reader, page: Page, selector: Selector, blob: Blob, store: FsBlobStore, urls: _Urls
+    reader: Reader, page: Page, selector: Selector, blob: Blob, store: BlobStore, urls: _Urls
 ) -> None:
     reader.mode = "lines"
     reader.position = page.caption
@@ -251,12 +251,12 @@ def _re2_pattern(pattern: str) -> Any:
         return None
 
 
-def _lexer_for(blob: Blob, store: FsBlobStore) -> Any:
+def _lexer_for(blob: Blob, store: BlobStore) -> Any:
     """How to colour a text blob: a diff by its content, else by the file type that the
     call that made it names (`Read src/app.py`, `cat setup.cfg`); None for plain text."""
     try:
-        with open(store.path_of(blob.id), "rb") as file:
-            head = file.read(_HEAD_READ).decode("utf-8", "replace")
+        with store.open_sync(blob.id) as text:
+            head = text.read(0, _HEAD_READ).decode("utf-8", "replace")
     except (BlobStoreError, OSError):
         return None
     if looks_like_diff(head):
@@ -394,7 +394,7 @@ class _Facts:
     """What the reader may read of a JSON blob, read at most once a request: its first
     top-level entries (the rendering's head, for a big blob) and an object's keys."""
 
-    def __init__(self, blob: Blob, store: FsBlobStore, whole: Any = None) -> None:
+    def __init__(self, blob: Blob, store: BlobStore, whole: Any = None) -> None:
         self.blob = blob
         self.store = store
         self.whole = whole
@@ -404,9 +404,8 @@ class _Facts:
     def head(self) -> Head | None:
         if not self._head_read:
             self._head_read = True
-            with contextlib.suppress(BlobStoreError):
-                path = renderings().path_of(self.blob.id)
-                self._head = rendered_head(path, limit=max(TOP_CHILDREN, COMPLETIONS))
+            with contextlib.suppress(BlobStoreError), renderings().open_sync(self.blob.id) as it:
+                self._head = rendered_head(it, limit=max(TOP_CHILDREN, COMPLETIONS))
         return self._head
 
     def keys(self) -> list[tuple[str, str]]:

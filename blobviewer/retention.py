@@ -16,8 +16,6 @@ point at deleted files.
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
@@ -29,7 +27,8 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from blobviewer.data_dir import blob_store, renderings, sessions_dir
+from blobviewer.blob_index import derived_bytes, discard_derived
+from blobviewer.data_dir import blob_store, sessions_dir
 from blobviewer.models import (
     Blob,
     BlobRef,
@@ -41,16 +40,12 @@ from blobviewer.models import (
     Session,
     ShareLink,
 )
-from core.store import FsBlobStore
+from core.store import BlobStore
 from core.store.blob_id import blob_created_at
 from core.store.errors import BlobStoreError
-from core.store.index import index_files
 
 # Ids per query: well under every database's limit on query parameters.
 _CHUNK = 500
-
-# Where core keeps a store's derived indexes (SPEC 2.6), one or more files per blob.
-INDEX_FOLDER = ".index"
 
 _DURATION = re.compile(r"(?P<number>[0-9]{1,9})(?P<unit>[dhm])")
 _UNITS = {"d": "days", "h": "hours", "m": "minutes"}
@@ -118,7 +113,7 @@ def upload_refusal(session_id: uuid.UUID | str, blob_ids: Iterable[uuid.UUID]) -
     return None
 
 
-def pruned_blob(blob_id: uuid.UUID, *, store: FsBlobStore) -> PrunedBlob | None:
+def pruned_blob(blob_id: uuid.UUID, *, store: BlobStore) -> PrunedBlob | None:
     """The tombstone of a blob that retention deleted and the store does not hold again;
     None otherwise (a blob put back into the store by hand is shown again)."""
     tombstone = PrunedBlob.objects.filter(id=blob_id).first()
@@ -187,13 +182,9 @@ def prune(
             items=sum(
                 Item.objects.filter(session_id__in=chunk).count() for chunk in _chunks(session_ids)
             ),
-            blob_bytes=sum(
-                _size(path) for blob_id in blob_ids for path in _blob_files(store, blob_id)
-            ),
+            blob_bytes=sum(_blob_bytes(store, blob_id) for blob_id in blob_ids),
             log_bytes=sum(_size(path) for path in _log_files(sessions)),
-            derived_bytes=sum(
-                _size(path) for blob_id in blob_ids for path in _derived_files(store, blob_id)
-            ),
+            derived_bytes=sum(_derived_bytes(store, blob_id) for blob_id in blob_ids),
         )
     with transaction.atomic():
         sessions, items = _delete_sessions(sessions, cutoff)
@@ -201,12 +192,11 @@ def prune(
     # Only now, after the commit: no row that stays can point at a file deleted here.
     errors: list[str] = []
     log_bytes = _unlink(_log_files(sessions), errors)
-    blob_bytes = _unlink(
-        (path for blob_id in blob_ids for path in _blob_files(store, blob_id)), errors
-    )
-    derived_bytes = _unlink(
-        (path for blob_id in blob_ids for path in _derived_files(store, blob_id)), errors
-    )
+    blob_bytes = derived_bytes = 0
+    for blob_id in blob_ids:
+        freed = _discard_blob(store, blob_id, errors)
+        blob_bytes += freed[0]
+        derived_bytes += freed[1]
     return PruneReport(
         cutoff=cutoff,
         dry_run=False,
@@ -232,7 +222,7 @@ def _stale_sessions(cutoff: datetime) -> QuerySet[Session]:
     return Session.objects.filter(updated_at__lt=cutoff).exclude(items__at__gte=cutoff)
 
 
-def _stale_blobs(cutoff: datetime, *, store: FsBlobStore) -> list[uuid.UUID]:
+def _stale_blobs(cutoff: datetime, *, store: BlobStore) -> list[uuid.UUID]:
     """Blobs made before *cutoff* (the store's files and the index's rows alike) that no
     session outside the stale ones references, in id order. A row left from an earlier
     prune is not counted again; a file that is back in the store is.
@@ -370,26 +360,43 @@ def _inside(folder: Path, root: Path) -> bool:
         return False
 
 
-def _blob_files(store: FsBlobStore, blob_id: uuid.UUID) -> list[Path]:
-    name = str(blob_id)  # a parsed UUID, rendered canonically: safe in a path
-    return [store.root / f"{name}.txt", store.root / f"{name}.json"]
+def _blob_bytes(store: BlobStore, blob_id: uuid.UUID) -> int:
+    try:
+        return store.size_sync(blob_id)
+    except BlobStoreError:
+        return 0
 
 
-def _derived_files(store: FsBlobStore, blob_id: uuid.UUID) -> list[Path]:
-    """The blob's rendering in `<data>/derived/` with that rendering's line index, and the
-    blob's files in the store's `.index/` (core.store.index names them `<id>.idx`)."""
-    name = str(blob_id)
-    rendered = renderings().root
-    files = [rendered / f"{name}.txt", rendered / f"{name}.json"]
-    files += index_files(rendered, name)
-    index = store.root / INDEX_FOLDER
-    with contextlib.suppress(OSError):  # no .index/ yet
-        files += sorted(
-            Path(entry.path)
-            for entry in os.scandir(index)
-            if entry.name.startswith(name) and entry.is_file(follow_symlinks=False)
-        )
-    return files
+def _index_bytes(store: BlobStore, blob_id: uuid.UUID) -> int:
+    """The bytes of the blob's index in the store (`.index/`, SPEC 2.6)."""
+    index = store.index_reader_sync(str(blob_id))
+    if index is None:
+        return 0
+    with index:
+        return index.size
+
+
+def _derived_bytes(store: BlobStore, blob_id: uuid.UUID) -> int:
+    """The bytes of the blob's index, and of its rendering in `derived/` with that
+    rendering's line index."""
+    return _index_bytes(store, blob_id) + derived_bytes(blob_id)
+
+
+def _discard_blob(store: BlobStore, blob_id: uuid.UUID, errors: list[str]) -> tuple[int, int]:
+    """Delete the blob with its index and its derived files; returns the bytes freed (of
+    the blob, of the rest). What cannot be deleted is told in *errors*; the rest still goes."""
+    blob_bytes, index_bytes = _blob_bytes(store, blob_id), _index_bytes(store, blob_id)
+    try:
+        store.discard_sync(blob_id)  # and its index
+    except BlobStoreError as error:
+        errors.append(f"blob {blob_id}: could not be deleted: {error}")
+        blob_bytes = index_bytes = 0
+    try:
+        rendered_bytes = discard_derived(blob_id)
+    except BlobStoreError as error:
+        errors.append(f"the rendering of blob {blob_id}: could not be deleted: {error}")
+        rendered_bytes = 0
+    return blob_bytes, index_bytes + rendered_bytes
 
 
 def _size(path: Path) -> int:

@@ -33,12 +33,14 @@ from django.db import connection, transaction
 from django.db.models import Q, QuerySet
 from django.db.models.expressions import RawSQL
 from django.db.models.functions import Coalesce
+from django.utils import timezone
 
+from blobviewer.bulk_insert import claim_rows, insert_rows
 from blobviewer.models import Blob, BlobRef, Item, SearchChunk, SearchedBlob, Session
 from core.content import cut_utf8, decode_text, encode_text, utf8_size
 from core.json_values import dumps_indented
 from core.selectors import Key
-from core.store import BlobStoreError, FsBlobStore
+from core.store import BlobStore, BlobStoreError
 
 MIN_QUERY_CHARS = 3
 MAX_QUERY_CHARS = 200
@@ -55,7 +57,7 @@ FTS_TABLE = "blobviewer_searchchunk_fts"
 # keeps the stand-ins that ingest uses for item text (blobviewer.ingest._storable).
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 _WHITESPACE = re.compile(r"\s+")
-_BATCH = 200
+_IDS = 500  # ids per query (both databases take far more parameters)
 
 Source = SearchChunk.Source
 # The order in which one item's places are shown: as the item reads, then its blobs.
@@ -103,14 +105,25 @@ def text_chunks(text: str) -> Iterator[Chunk]:
         start += CHUNK_CHARS
 
 
-def _rows(text: str, **fields: Any) -> Iterator[SearchChunk]:
+# The columns of a chunk row as indexing writes them (see _chunk_rows).
+_CHUNK_FIELDS = ("session_id", "item_id", "blob_id", "source", "start", "line", "text", "folded")
+ChunkRow = tuple[Any, Any, Any, str, int, int, str, str]
+
+
+def _chunk_rows(
+    text: str, source: str, *, session_id: Any = None, item_id: Any = None, blob_id: Any = None
+) -> Iterator[ChunkRow]:
+    """The rows of *text*'s chunks (_CHUNK_FIELDS), folded as queries are."""
     for chunk in text_chunks(storable(text)):
-        yield SearchChunk(
-            start=chunk.start,
-            line=chunk.line,
-            text=chunk.text,
-            folded=chunk.text.casefold(),
-            **fields,
+        yield (
+            session_id,
+            item_id,
+            blob_id,
+            source,
+            chunk.start,
+            chunk.line,
+            chunk.text,
+            chunk.text.casefold(),
         )
 
 
@@ -134,11 +147,41 @@ def calls_text(tool_calls: Any) -> str:
     return "\n".join(lines)
 
 
-def _item_rows(item: Item) -> Iterator[SearchChunk]:
-    fields = {"session_id": item.session_id, "item_id": item.pk}
-    yield from _rows(item.text, source=Source.TEXT, **fields)
-    yield from _rows(calls_text(item.tool_calls), source=Source.CALLS, **fields)
-    yield from _rows(item.output, source=Source.OUTPUT, **fields)
+def _item_rows(
+    session_id: Any, item_id: int, text: str, tool_calls: Any, output: str
+) -> Iterator[ChunkRow]:
+    yield from _chunk_rows(text, Source.TEXT, session_id=session_id, item_id=item_id)
+    calls = calls_text(tool_calls)
+    yield from _chunk_rows(calls, Source.CALLS, session_id=session_id, item_id=item_id)
+    yield from _chunk_rows(output, Source.OUTPUT, session_id=session_id, item_id=item_id)
+
+
+class _ChunkWriter:
+    """Chunk rows written a few megabytes of text at a time: few statements, each of a
+    size that neither database minds (a blob's text is up to 4 MB, twice over with its
+    folded copy). The trigram index is updated by the inserts themselves (SQLite's
+    triggers feed FTS5; PostgreSQL's GIN index), so there is nothing else to write."""
+
+    BYTES = 8 << 20
+
+    def __init__(self) -> None:
+        self.rows: list[ChunkRow] = []
+        self.size = 0
+        self.written = 0
+
+    def add(self, rows: Iterable[ChunkRow]) -> None:
+        for row in rows:
+            self.rows.append(row)
+            self.size += len(row[6]) + len(row[7])
+            if self.size >= self.BYTES:
+                self.flush()
+
+    def flush(self) -> int:
+        if self.rows:
+            insert_rows(SearchChunk, _CHUNK_FIELDS, self.rows)
+            self.written += len(self.rows)
+            self.rows, self.size = [], 0
+        return self.written
 
 
 def index_items(items: Iterable[Item]) -> int:
@@ -147,10 +190,14 @@ def index_items(items: Iterable[Item]) -> int:
     if not items:
         return 0
     with transaction.atomic():
-        SearchChunk.objects.filter(item__in=[item.pk for item in items]).delete()
-        rows = [row for item in items for row in _item_rows(item)]
-        SearchChunk.objects.bulk_create(rows, batch_size=_BATCH)
-    return len(rows)
+        for batch in _batches([item.pk for item in items], _IDS):
+            SearchChunk.objects.filter(item_id__in=batch).delete()
+        writer = _ChunkWriter()
+        for item in items:
+            writer.add(
+                _item_rows(item.session_id, item.pk, item.text, item.tool_calls, item.output)
+            )
+        return writer.flush()
 
 
 def index_title(session: Session) -> None:
@@ -172,23 +219,24 @@ def index_title(session: Session) -> None:
 
 
 def index_session(
-    session_id: uuid.UUID, *, store: FsBlobStore, changed_items: Iterable[Item] = ()
+    session_id: uuid.UUID, *, store: BlobStore, changed_items: Iterable[Item] = ()
 ) -> None:
     """Index what search does not know yet of a session: its title, items that have no
     chunks, *changed_items* (rewritten in place, e.g. re-derived by a rebuild), and the
     blobs it references that the store has and search has not read.
 
     Cheap when nothing is new (a few queries), so ingest calls it after every run. One
-    transaction: a commit per blob would cost a disk sync each.
+    transaction: a commit per blob would cost a disk sync each. Rows go in a few
+    multi-row statements whatever the number of items and blobs.
     """
     with transaction.atomic():
         _index_session(session_id, store=store, changed_items=changed_items)
 
 
 def _index_session(
-    session_id: uuid.UUID, *, store: FsBlobStore, changed_items: Iterable[Item]
+    session_id: uuid.UUID, *, store: BlobStore, changed_items: Iterable[Item]
 ) -> None:
-    session = Session.objects.filter(pk=session_id).first()
+    session = Session.objects.filter(pk=session_id).only("pk", "title").first()
     if session is None:
         return
     index_title(session)
@@ -201,61 +249,98 @@ def _index_session(
                 "item_id"
             )
         )
-        .only("pk", "session_id", "text", "tool_calls", "output")
+        .values_list("pk", "text", "tool_calls", "output")
     )
-    for batch in _batches(unindexed.iterator(chunk_size=_BATCH), _BATCH):
-        index_items(batch)
+    writer = _ChunkWriter()
+    # Read in batches and written after each: a cursor is not read while writing.
+    for batch in _batches(unindexed.iterator(chunk_size=_IDS), _IDS):
+        for pk, text, tool_calls, output in batch:
+            writer.add(_item_rows(session_id, pk, text, tool_calls, output))
+        writer.flush()
     referenced = BlobRef.objects.filter(session_id=session_id).values("blob_id")
     index_pending_blobs(store=store, blob_ids=referenced)
 
 
-def reindex_session(session_id: uuid.UUID, *, store: FsBlobStore) -> None:
+def reindex_session(session_id: uuid.UUID, *, store: BlobStore) -> None:
     """Index a session afresh, e.g. after its items were re-derived in place."""
     SearchChunk.objects.filter(session_id=session_id).delete()
     index_session(session_id, store=store)
 
 
-def index_pending_blobs(*, store: FsBlobStore, blob_ids: Any = None) -> int:
+def index_pending_blobs(*, store: BlobStore, blob_ids: Any = None) -> int:
     """Index every blob (among *blob_ids*, a list or a values() query) that the store has
     and search has not read yet; returns how many were indexed."""
     blobs = Blob.objects.filter(missing=False, error="", search_index__isnull=True)
     if blob_ids is not None:
         blobs = blobs.filter(pk__in=blob_ids)
+    pending = list(blobs.values_list("pk", flat=True))
     done = 0
     with transaction.atomic():  # one disk sync, not one per blob
-        for blob in blobs.only("pk", "kind", "missing", "error"):
-            done += index_blob(blob, store=store) is not None
+        texts: dict[uuid.UUID, tuple[str, int]] = {}
+        size = 0
+        for blob_id in pending:
+            read = _blob_text(blob_id, store=store)
+            if read is None:
+                continue
+            texts[blob_id] = read
+            size += len(read[0])
+            if size >= _ChunkWriter.BYTES:
+                done += _write_blob_chunks(texts)
+                texts, size = {}, 0
+        done += _write_blob_chunks(texts)
     return done
 
 
-def index_blob(blob: Blob, *, store: FsBlobStore) -> SearchedBlob | None:
+def index_blob(blob: Blob, *, store: BlobStore) -> SearchedBlob | None:
     """Read the blob's text (up to the limit) into the index; None when the store cannot
     give it (missing or damaged: it is indexed once it can)."""
-    try:
-        text, total = blob_search_text(store, blob.pk, limit=blob_bytes_limit())
-    except (BlobStoreError, OSError, UnicodeDecodeError):
+    read = _blob_text(blob.pk, store=store)
+    if read is None:
         return None
     with transaction.atomic():
-        SearchChunk.objects.filter(blob_id=blob.pk).delete()
-        SearchChunk.objects.bulk_create(
-            _rows(text, source=Source.BLOB, blob_id=blob.pk), batch_size=_BATCH
-        )
-        state, _ = SearchedBlob.objects.update_or_create(
-            blob_id=blob.pk,
-            defaults={"indexed_bytes": utf8_size(text), "total_bytes": total},
-        )
-    return state
+        SearchedBlob.objects.filter(blob_id=blob.pk).delete()
+        _write_blob_chunks({blob.pk: read})
+    return SearchedBlob.objects.get(blob_id=blob.pk)
 
 
-def blob_search_text(store: FsBlobStore, blob_id: uuid.UUID, *, limit: int) -> tuple[str, int]:
+def _blob_text(blob_id: uuid.UUID, *, store: BlobStore) -> tuple[str, int] | None:
+    """blob_search_text up to the limit; None when the store cannot give it."""
+    try:
+        return blob_search_text(store, blob_id, limit=blob_bytes_limit())
+    except (BlobStoreError, OSError, UnicodeDecodeError):
+        return None
+
+
+def _write_blob_chunks(texts: dict[uuid.UUID, tuple[str, int]]) -> int:
+    """Write the SearchedBlob row and the chunks of each blob of *texts* (its text and
+    total size); returns how many were written. A blob another transaction indexed
+    meanwhile keeps that transaction's rows: its SearchedBlob row is claimed first."""
+    if not texts:
+        return 0
+    now = timezone.now()
+    claimed = claim_rows(
+        SearchedBlob,
+        ("blob_id", "indexed_bytes", "total_bytes", "indexed_at"),
+        [(blob_id, utf8_size(text), total, now) for blob_id, (text, total) in texts.items()],
+        key="blob_id",
+    )
+    ids = [blob_id for blob_id in texts if blob_id in claimed]
+    for batch in _batches(ids, _IDS):  # chunks of an earlier reading (a re-index)
+        SearchChunk.objects.filter(blob_id__in=batch).delete()
+    writer = _ChunkWriter()
+    for blob_id in ids:
+        writer.add(_chunk_rows(texts[blob_id][0], Source.BLOB, blob_id=blob_id))
+    writer.flush()
+    return len(ids)
+
+
+def blob_search_text(store: BlobStore, blob_id: uuid.UUID, *, limit: int) -> tuple[str, int]:
     """The first *limit* UTF-8 bytes of what a blob's page shows (a text as it is, JSON
     indented), cut on a character boundary, and the size of all of it."""
-    path = store.path_of(blob_id)
-    if path.suffix == ".txt":
-        total = path.stat().st_size
-        with path.open("rb") as file:
-            head = file.read(limit + 4)
-        return decode_text(cut_utf8(head, min(limit, total))), total
+    with store.open_sync(blob_id) as blob:
+        if blob.kind == "text":
+            head = blob.read(0, limit + 4)
+            return decode_text(cut_utf8(head, min(limit, blob.size))), blob.size
     content = store.load_sync(blob_id)
     rendered = encode_text(dumps_indented(content.value))
     return decode_text(cut_utf8(rendered, limit)), len(rendered)

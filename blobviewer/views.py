@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Iterator
 from datetime import timedelta
 from functools import partial
 from typing import Any
@@ -15,11 +16,18 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_not_required
 from django.core.paginator import Paginator
 from django.db.models import Count, Sum
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import (
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    JsonResponse,
+    StreamingHttpResponse,
+)
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.cache import add_never_cache_headers, patch_vary_headers
+from django.utils.http import content_disposition_header
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -55,7 +63,7 @@ from blobviewer.timeline import item_blob_refs, item_page_context, page_context
 from core.content import encode_text
 from core.inspect_tool import InspectError, inspect_blob
 from core.selectors import SelectorError, escape_surrogates
-from core.store import BlobNotFound, BlobStoreError
+from core.store import BlobNotFound, BlobReader, BlobStoreError
 
 SESSIONS_PER_PAGE = 50
 ITEMS_PER_PAGE = 100
@@ -298,7 +306,7 @@ def blob_list(request: HttpRequest) -> HttpResponse:
         "page": page,
         **filter_choices(form),
         "sort_headers": blob_sort_headers(form.sort_key),
-        "index_note": store_index_note(blob_store()),
+        "index_note": store_index_note(),
     }
     return _render(request, "blob_list.html", context, fragment="blob_list.html#list")
 
@@ -359,21 +367,39 @@ def blob_raw(request: HttpRequest, blob_id: uuid.UUID) -> HttpResponse:
     return _raw_response(blob_id)
 
 
-def _raw_response(blob_id: uuid.UUID) -> FileResponse:
-    """The stored file as it is, streamed; never sniffed into HTML by a browser."""
+def _raw_response(blob_id: uuid.UUID) -> StreamingHttpResponse:
+    """The stored blob as it is, streamed from the store (never a redirect, which would
+    outlive a revoked share and lose these headers); never sniffed into HTML."""
     try:
-        path = blob_store().path_of(blob_id)
-        file = path.open("rb")
+        blob = blob_store().open_sync(blob_id)
     except (BlobStoreError, OSError):
         raise Http404("The store has no blob with this id.") from None
-    is_json = path.suffix == ".json"
-    response = FileResponse(
-        file,
+    is_json = blob.kind == "json"
+    response = StreamingHttpResponse(
+        _Streamed(blob),
         content_type="application/json" if is_json else "text/plain; charset=utf-8",
-        filename=path.name,
     )
+    response["Content-Length"] = str(blob.size)
+    name = f"{blob_id}{'.json' if is_json else '.txt'}"
+    response["Content-Disposition"] = content_disposition_header(False, name)
     response["X-Content-Type-Options"] = "nosniff"
     return response
+
+
+class _Streamed:
+    """A blob's bytes for a streaming response; closed with the response."""
+
+    def __init__(self, blob: BlobReader) -> None:
+        self.blob = blob
+
+    def __iter__(self) -> Iterator[bytes]:
+        return self.blob.blocks(0, _RAW_BLOCK)
+
+    def close(self) -> None:
+        self.blob.close()
+
+
+_RAW_BLOCK = 256 * 1024
 
 
 # --- the inspect API -----------------------------------------------------------------------

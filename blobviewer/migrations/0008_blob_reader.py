@@ -46,10 +46,12 @@ def fill_makers_and_previews(apps, schema_editor):
     present = blobs.filter(missing=False, error="").values_list("id", flat=True)
     for blob_id in present.iterator(chunk_size=2000):
         try:
-            path = store.path_of(blob_id)
+            blob = store.open_sync(blob_id)
         except BlobStoreError:
             continue
-        if preview := read_preview(path):
+        with blob:
+            preview = read_preview(blob)
+        if preview:
             blobs.filter(id=blob_id).update(preview=preview)
 
 

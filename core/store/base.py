@@ -65,7 +65,8 @@ class BlobStore(Protocol):
 
     Errors derive from core.store.errors.BlobStoreError: InvalidBlobId before anything is
     touched, BlobNotFound, BlobCorrupt (a blob that does not read back as its kind) and
-    BlobIOError (the storage refused).
+    BlobIOError (the storage refused). ``str(store)`` says where it is (a folder, an
+    `s3://` URL), for messages.
     """
 
     # Blobs at least this large get an index when they are stored (core.store.index).

@@ -74,6 +74,9 @@ class FsBlobStore:
     def __repr__(self) -> str:
         return f"FsBlobStore({str(self.root)!r})"
 
+    def __str__(self) -> str:  # where it is, for messages
+        return str(self.root)
+
     # -- async protocol ---------------------------------------------------------------
 
     async def store(self, content: Content) -> BlobId:
@@ -199,12 +202,14 @@ class FsBlobStore:
 
     def discard_sync(self, blob_id: BlobId | str) -> None:
         """Remove a blob its writer has just stored in vain (e.g. the transaction that was
-        to reference it failed). Blobs are immutable: this is for undoing, not editing."""
+        to reference it failed), or one retention deletes. Blobs are immutable: this is
+        not for editing. Nothing happens when it is gone already; BlobIOError when a file
+        stays (the others still go)."""
         blob_id = parse_blob_id(blob_id)
-        for path in self._candidates(blob_id):
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()
-        self.index_discard_sync(str(blob_id))
+        failed = [_unlinked(path) for path in self._candidates(blob_id)]
+        failed.append(self._discard_index_files(str(blob_id)))
+        if errors := [error for error in failed if error]:
+            raise BlobIOError(f"cannot delete blob {blob_id}: {errors[0]}")
 
     # -- indexes: `.index/<name>.idx` (SPEC 2.6) -------------------------------------------
 
@@ -223,9 +228,13 @@ class FsBlobStore:
         return can_write(self.root)
 
     def index_discard_sync(self, name: str) -> None:
-        for path in index_files(self.root, self._index_name(name)):
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()
+        if error := self._discard_index_files(name):
+            raise BlobIOError(f"cannot delete the index {name}: {error}")
+
+    def _discard_index_files(self, name: str) -> str:
+        """Delete the index files of *name*; why one stays, or ""."""
+        failed = [_unlinked(path) for path in index_files(self.root, self._index_name(name))]
+        return next((error for error in failed if error), "")
 
     # -- internals ------------------------------------------------------------------------
 
@@ -302,3 +311,14 @@ class FsBlobStore:
             if isinstance(error, OSError):
                 raise BlobIOError(f"cannot write blob {path.name}: {error.strerror}") from None
             raise
+
+
+def _unlinked(path: Path) -> str:
+    """Delete the file at *path* (gone already is fine); why it could not be, or ""."""
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        pass
+    except OSError as error:
+        return str(error.strerror)
+    return ""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import html
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from blobviewer import json_rendering
-from blobviewer.blob_index import derived_files, refresh_blob
+from blobviewer.blob_index import refresh_blob
 from blobviewer.data_dir import blob_store, renderings
 from blobviewer.models import Blob
 from core.content import Structured
@@ -32,6 +33,13 @@ BIG_ARRAY = [{"id": n, "name": f"entry <{n}>", "tags": ["a", "b"]} for n in rang
 BIG_OBJECT = {f"key {n}": {"n": n, "label": f"<{n}>"} for n in range(30_000)} | {
     "items": [{"id": n} for n in range(30_000)]
 }
+
+
+def derived_files(blob_id: object) -> list[Path]:
+    """The blob's files in `derived/` (file store): its rendering, that rendering's index."""
+    root = renderings().root
+    rendering = [path for path in (root / f"{blob_id}.txt",) if path.exists()]
+    return rendering + sorted((root / ".index").glob(f"{blob_id}*"))
 
 
 def refuse_loads(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -233,7 +241,7 @@ def test_the_rendering_written_an_entry_at_a_time_is_dumps_indented(
     json_index_module.CHILD_MIN, json_rendering._RUN = 0, run
     try:
         blob_id = store.store_sync(Structured(value))
-        index = open_index(store.root, store.path_of(blob_id), min_bytes=0)
+        index = open_index(store, blob_id, min_bytes=0)
         assert isinstance(index, JsonIndex)
         with index:
             assert json_rendering.write_rendering(blob_id, index)

@@ -18,7 +18,7 @@ from django.core.management import CommandError, call_command
 from django.test import RequestFactory
 
 from blobviewer import blob_index
-from blobviewer.blob_index import derived_files, discard_derived, refresh_blob
+from blobviewer.blob_index import discard_derived, refresh_blob
 from blobviewer.data_dir import renderings
 from blobviewer.models import Blob
 from blobviewer.search import matching_chunks, parse_query
@@ -30,6 +30,13 @@ pytestmark = pytest.mark.django_db
 
 REPO = Path(__file__).resolve().parents[2]
 HOUR = 3600
+
+
+def derived_files(blob_id: object) -> list[Path]:
+    """The blob's files in `derived/` (file store): its rendering, that rendering's index."""
+    root = renderings().root
+    rendering = [path for path in (root / f"{blob_id}.txt",) if path.exists()]
+    return rendering + sorted((root / ".index").glob(f"{blob_id}*"))
 
 
 def blobs(*args: str) -> tuple[str, str]:
@@ -164,7 +171,7 @@ def test_gc_never_touches_blobs_logs_or_other_files_however_old(data_dir, sample
         store.path_of(sample_session.text_blob),
         store.path_of(sample_session.json_blob),
         sample_session.path,
-        blob_index.marker_path(store),
+        blob_index.marker_path(),
         data_dir / "sessions" / "notes.part",
         data_dir / "sessions" / ".upload-no-suffix",
         store.root / "tmp-without-dot.txt",

@@ -33,6 +33,7 @@ from blobviewer.provenance import (
 from core.inspect_tool import inspect_blob
 from core.promotion import admit_sync, promote
 from core.store import FsBlobStore
+from core.store.file_reader import FileReader
 from web.records import record_sample_session
 from web.timeline_records import assistant, call, result, user
 
@@ -386,18 +387,23 @@ def test_provenance_takes_a_few_queries_however_many_references(
 # --- previews ------------------------------------------------------------------------------
 
 
+def preview_of(path):
+    with FileReader(path, "json" if path.suffix == ".json" else "text") as blob:
+        return read_preview(blob)
+
+
 def test_a_preview_is_the_first_line_with_something_to_read(tmp_path):
     path = tmp_path / "a.txt"
     path.write_bytes(b"\n   \n\x1b[1;32m  PASSED\x1b[0m\tall 3 tests\x07\nsecond line\n")
 
-    assert read_preview(path) == "PASSED all 3 tests"
+    assert preview_of(path) == "PASSED all 3 tests"
 
 
 def test_a_long_first_line_is_cut_with_an_ellipsis(tmp_path):
     path = tmp_path / "a.txt"
     path.write_text("x" * 10_000 + "\n", encoding="utf-8")
 
-    preview = read_preview(path)
+    preview = preview_of(path)
 
     assert preview == "x" * (PREVIEW_CHARS - 1) + "…"
 
@@ -406,14 +412,14 @@ def test_a_json_preview_is_the_start_of_its_compact_text(tmp_path):
     path = tmp_path / "a.json"
     path.write_bytes(b'{"items":[{"id":1,"name":"a"}],"total":1}')
 
-    assert read_preview(path) == '{"items":[{"id":1,"name":"a"}],"total":1}'
+    assert preview_of(path) == '{"items":[{"id":1,"name":"a"}],"total":1}'
 
 
 def test_a_preview_of_bytes_that_are_not_utf8_is_still_text(tmp_path):
     path = tmp_path / "a.txt"
     path.write_bytes(b"caf\xe9 \xed\xa0\x80 ok\n")
 
-    assert read_preview(path) == "caf\ufffd \ufffd\ufffd\ufffd ok"
+    assert preview_of(path) == "caf\ufffd \ufffd\ufffd\ufffd ok"
 
 
 # --- the migration fills what was recorded before it -------------------------------------------

@@ -158,8 +158,7 @@ def test_a_pruned_blob_takes_its_rendering_and_index_files_along(
     index = store.root / ".index"
     index.mkdir()
     for blob_id in (big, kept):
-        (index / f"{blob_id}.lines").write_bytes(b"\x00" * 64)
-        (index / f"{blob_id}.spans").write_bytes(b"\x00" * 32)
+        (index / f"{blob_id}.idx").write_bytes(b"\x00" * 96)  # (a damaged one: still its index)
     # A rendering has its own line index beside it, in derived/.index/ (core.store.index).
     rendering_index = rendered.root / ".index"
     assert list(rendering_index.glob(f"{big}*")) and list(rendering_index.glob(f"{kept}*"))
@@ -173,7 +172,7 @@ def test_a_pruned_blob_takes_its_rendering_and_index_files_along(
     assert not list(rendering_index.glob(f"{big}*"))
     assert list(rendering_index.glob(f"{kept}*"))
     assert rendered.exists_sync(kept)
-    assert sorted(p.name for p in index.glob(f"{kept}*")) == [f"{kept}.lines", f"{kept}.spans"]
+    assert sorted(p.name for p in index.glob(f"{kept}*")) == [f"{kept}.idx"]
     assert report.derived_bytes == derived_bytes
 
 

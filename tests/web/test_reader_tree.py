@@ -15,12 +15,14 @@ from django.urls import reverse
 from blobviewer.json_tree import (
     NESTED_CHILDREN,
     STRING_CHARS,
+    Head,
     TooBig,
     rendered_head,
     tree_of_value,
 )
 from core.json_values import dumps_indented
 from core.selectors import parse_selector
+from core.store.file_reader import FileReader
 
 pytestmark = pytest.mark.django_db
 
@@ -202,6 +204,11 @@ def test_the_tree_and_raw_switch_keep_the_selector(logged_in_client, json_blob):
     assert '<input type="hidden" name="as" value="raw">' in raw_html
 
 
+def head_of(path: Path, **options: int) -> Head | None:
+    with FileReader(path) as rendering:
+        return rendered_head(rendering, **options)
+
+
 def write_rendering(tmp_path: Path, value: object) -> Path:
     path = tmp_path / "rendering.txt"
     path.write_text(dumps_indented(value), encoding="utf-8")
@@ -212,7 +219,7 @@ def test_a_head_reads_the_first_entries_of_an_array(tmp_path):
     value = [{"n": n, "nested": {"list": [1, 2, {"x": n}]}} for n in range(50)] + ["s", 3, None]
     path = write_rendering(tmp_path, value)
 
-    head = rendered_head(path, limit=1_000)
+    head = head_of(path, limit=1_000)
 
     assert head is not None and head.container == "array"
     assert head.entries == list(enumerate(value))
@@ -222,7 +229,7 @@ def test_a_head_reads_the_first_pairs_of_an_object(tmp_path):
     value = {"a": [1, {"b": "}],"}], 'weird "key": x': {"c": {}}, "e": "", "f": []}
     path = write_rendering(tmp_path, value)
 
-    head = rendered_head(path, limit=1_000)
+    head = head_of(path, limit=1_000)
 
     assert head is not None and head.container == "object"
     assert head.entries == list(value.items())
@@ -232,7 +239,7 @@ def test_a_head_stops_at_an_entry_too_big_for_what_it_read(tmp_path):
     value = {"small": 1, "huge": {"text": "z" * 5_000}, "after": 2}
     path = write_rendering(tmp_path, value)
 
-    head = rendered_head(path, limit=1_000, max_bytes=1_000)
+    head = head_of(path, limit=1_000, max_bytes=1_000)
 
     assert head is not None
     assert head.entries == [("small", 1), ("huge", TooBig("object"))]
@@ -241,7 +248,7 @@ def test_a_head_stops_at_an_entry_too_big_for_what_it_read(tmp_path):
 def test_a_head_reads_at_most_its_limit(tmp_path):
     path = write_rendering(tmp_path, list(range(100)))
 
-    head = rendered_head(path, limit=10)
+    head = head_of(path, limit=10)
 
     assert head is not None and head.entries == list(enumerate(range(10)))
 
@@ -251,7 +258,7 @@ def test_a_head_of_something_else_is_none_or_partial(tmp_path, text):
     path = tmp_path / "rendering.txt"
     path.write_text(text, encoding="utf-8")
 
-    head = rendered_head(path, limit=10)
+    head = head_of(path, limit=10)
 
     assert head is None or all(isinstance(label, int) for label, _ in head.entries)
 
