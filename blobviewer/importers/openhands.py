@@ -329,12 +329,7 @@ class _V0:
                 self.tokens(metadata)
             return
         if kind == "condensation":
-            summary = _string(args.get("summary"))
-            builder.user(
-                "(context condensed)" + (f"\n\n{summary}" if summary else ""),
-                at=at,
-                role="compacted",
-            )
+            _condensed(builder, _string(args.get("summary")), at)
             return
         if kind == "finish" and metadata is None:  # no call: the agent's last word
             text = _string(args.get("final_thought")) or _string(event.get("message"))
@@ -530,12 +525,7 @@ def _load_v1(path: Path) -> Recording:
             )
             continue
         elif kind in ("Condensation", "CondensationSummaryEvent"):
-            summary = _string(event.get("summary"))
-            builder.user(
-                "(context condensed)" + (f"\n\n{summary}" if summary else ""),
-                at=at,
-                role="compacted",
-            )
+            _condensed(builder, _string(event.get("summary")), at)
             continue
         elif kind == "ConversationErrorEvent":
             detail = _string(event.get("detail")) or _string(event.get("code"))
@@ -627,3 +617,11 @@ def _v1_token_usages(state: dict[str, Any]) -> dict[str, dict[str, Any]]:
             if isinstance(usage, dict) and isinstance(usage.get("response_id"), str):
                 usages.setdefault(usage["response_id"], usage)
     return usages
+
+
+def _condensed(builder: RecordBuilder, summary: str, at: str | None) -> None:
+    """OpenHands dropped older events to fit the context: the summary it kept, as a
+    user message of the role `compacted`, as Codex compactions are."""
+    builder.user(
+        "(context condensed)" + (f"\n\n{summary}" if summary else ""), at=at, role="compacted"
+    )

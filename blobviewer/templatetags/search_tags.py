@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any
 
 from django import template
@@ -29,26 +28,3 @@ def find_in_session(context: template.Context) -> dict[str, Any]:
 def hits_of(hits: dict[Any, SessionHits], session: Session) -> SessionHits | None:
     """The session list's hits under *session* (`hits|hits_of:session`)."""
     return hits.get(session.pk)
-
-
-@register.filter
-def short_duration(value: timedelta | None) -> str:
-    """`850 ms`, `42 s`, `4 min 05 s`, `2 h 03 min`, `3 d 4 h`; "" for None."""
-    if value is None:
-        return ""
-    seconds = value.total_seconds()
-    if seconds < 0:
-        return ""
-    if seconds < 1:
-        return f"{round(seconds * 1000)} ms"
-    whole = int(seconds)
-    if whole < 60:
-        return f"{seconds:.1f} s" if seconds < 10 else f"{whole} s"
-    minutes, secs = divmod(whole, 60)
-    if minutes < 60:
-        return f"{minutes} min {secs:02d} s"
-    hours, minutes = divmod(minutes, 60)
-    if hours < 24:
-        return f"{hours} h {minutes:02d} min"
-    days, hours = divmod(hours, 24)
-    return f"{days} d {hours} h"

@@ -54,7 +54,7 @@ def item_text(item: Item, *, whole: bool = False, fold: bool = True) -> dict[str
 
 @register.filter
 def duration_text(value: timedelta | None) -> str:
-    """`850 ms`, `4.2 s`, `3 min 12 s`, `1 h 05 min`; "" when not recorded."""
+    """`850 ms`, `4.2 s`, `42 s`, `4 min 05 s`, `2 h 03 min`, `3 d 4 h`; "" when not recorded."""
     if value is None:
         return ""
     seconds = value.total_seconds()
@@ -62,13 +62,17 @@ def duration_text(value: timedelta | None) -> str:
         return ""
     if seconds < 1:
         return f"{round(seconds * 1000)} ms"
-    if seconds < 60:
-        return f"{seconds:.1f} s"
-    minutes, seconds = divmod(round(seconds), 60)
+    whole = int(seconds)
+    if whole < 60:
+        return f"{seconds:.1f} s" if seconds < 10 else f"{whole} s"
+    minutes, secs = divmod(whole, 60)
     if minutes < 60:
-        return f"{minutes} min {seconds:02d} s"
+        return f"{minutes} min {secs:02d} s"
     hours, minutes = divmod(minutes, 60)
-    return f"{hours} h {minutes:02d} min"
+    if hours < 24:
+        return f"{hours} h {minutes:02d} min"
+    days, hours = divmod(hours, 24)
+    return f"{days} d {hours} h"
 
 
 @register.filter

@@ -19,9 +19,8 @@ from blobviewer.data_dir import blob_store
 from blobviewer.importers import RecordingError, detect, load_recording
 from blobviewer.ingest import ingest_file
 from blobviewer.models import Item, Session
-from core.content import Stored, utf8_size
-from core.promotion import promote
-from core.store.blob_id import BLOB_REF
+from core.content import utf8_size
+from importers.read_back import assert_big_outputs_read_back
 from importers.recordings import FIXTURES
 
 GEMINI = FIXTURES / "gemini"
@@ -377,22 +376,10 @@ def test_every_big_output_reads_back_exactly_from_its_blob(
     recording = load_recording(path)
     ingest_file(path, store=blob_store())
 
-    store = blob_store()
     session = Session.objects.get(id=SESSION_ID)
     items = list(session.items.order_by("seq"))
     assert [(i.seq, i.type) for i in items] == [(r["seq"], r["type"]) for r in recording.records]
-    big = 0
-    for item, record in zip(items, recording.records, strict=True):
-        if record["type"] != "tool_result":
-            continue
-        promoted = promote(record["output"])
-        if not isinstance(promoted, Stored):
-            assert item.output == record["output"]
-            continue
-        big += 1
-        blob_id = BLOB_REF.match(item.output).group(1)
-        assert store.load_sync(blob_id) == promoted.content
-        assert item.received_bytes == utf8_size(record["output"])
+    big = assert_big_outputs_read_back(recording.records, session)
     blobs = [p for p in (data_dir / "blobs").iterdir() if p.is_file()]
     assert big == 7 == len(blobs) == session.blob_count
     assert session.step_count == 10 and session.error_count == 0

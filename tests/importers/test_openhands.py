@@ -30,9 +30,7 @@ from blobviewer.importers import (
 )
 from blobviewer.ingest import IngestError, ingest_file, ingest_recordings, recording_paths
 from blobviewer.models import Item, Session
-from core.content import Stored, utf8_size
-from core.promotion import promote
-from core.store.blob_id import BLOB_REF
+from importers.read_back import assert_big_outputs_read_back
 from importers.recordings import FIXTURES
 
 OPENHANDS = FIXTURES / "openhands"
@@ -95,24 +93,6 @@ def ingest(*paths: Path) -> tuple[str, str]:
     out, err = StringIO(), StringIO()
     call_command("ingest", *[str(p) for p in paths], stdout=out, stderr=err)
     return out.getvalue(), err.getvalue()
-
-
-def assert_big_outputs_read_back(records: list[dict[str, Any]], session: Session) -> int:
-    """Every tool output over 800 bytes is its blob, byte for byte; returns how many."""
-    store = blob_store()
-    items = {i.seq: i for i in session.items.all()}
-    big = 0
-    for record in results(records):
-        item = items[record["seq"]]
-        promoted = promote(record["output"])
-        if not isinstance(promoted, Stored):
-            assert item.output == record["output"]
-            continue
-        big += 1
-        blob_id = BLOB_REF.match(item.output).group(1)
-        assert store.load_sync(blob_id) == promoted.content
-        assert item.received_bytes == utf8_size(record["output"])
-    return big
 
 
 # --- the evaluation output --------------------------------------------------------------

@@ -706,7 +706,7 @@ def test_the_facts_are_the_recordings_own_times_with_their_zone(logged_in_client
         in facts
     )
     assert "<dt>Ended</dt>" in facts and "07:00:20 UTC" in facts
-    assert '<dt>Duration</dt><dd class="duration">20.0 s</dd>' in facts
+    assert '<dt>Duration</dt><dd class="duration">20 s</dd>' in facts
     assert "<dt>Source</dt><dd>blobviewer</dd>" in facts
     assert "<dt>Model</dt><dd>test-model</dd>" in facts
     assert '<dt>Exit status</dt><dd class="status">end_turn</dd>' in facts
