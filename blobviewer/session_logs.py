@@ -336,7 +336,30 @@ class ObjectSessionLogs:
         reader = self.objects.open(_name(session_id))
         if reader is None:
             return None
-        return _reader_blocks(reader)
+        return self._blocks(session_id, reader)
+
+    def _blocks(self, session_id: uuid.UUID, reader: S3Reader) -> Iterator[bytes]:
+        """The log's blocks, of the version that is there when the first one is read (one
+        replaced between opening and reading is opened again)."""
+        for _ in range(SAVE_ATTEMPTS):
+            with reader:
+                blocks = reader.blocks()
+                try:
+                    first = next(blocks, None)
+                except BlobIOError:
+                    now = self.objects.head(_name(session_id))
+                    if now is None or now.etag == reader.etag:
+                        raise  # deleted, or the store failed
+                    reopened = self.objects.open(_name(session_id))
+                    if reopened is None:
+                        return
+                    reader = reopened
+                    continue
+                if first is not None:
+                    yield first
+                    yield from blocks
+                return
+        raise LogBusy(f"session {session_id}'s log kept changing while it was read")
 
     def size(self, session_id: uuid.UUID) -> int | None:
         info = self.objects.head(_name(session_id))
@@ -360,8 +383,3 @@ class ObjectSessionLogs:
             _name(session_id), blocks, if_none_match=True, content_type="application/x-ndjson"
         )
         return etag is not None
-
-
-def _reader_blocks(reader: S3Reader) -> Iterator[bytes]:
-    with reader:
-        yield from reader.blocks()

@@ -15,14 +15,33 @@ from blobviewer.data_dir import blob_store
 from blobviewer.ingest import ingest_file
 from blobviewer.models import ApiToken
 from core.content import Structured, Text
-from core.store import FsBlobStore
+from core.store import BlobStore, FsBlobStore
 from core.store.blob_id import BlobId
 from web.records import SampleSession, record_sample_session
 
 
 @pytest.fixture
-def store(data_dir: Path) -> FsBlobStore:
+def blob_backend() -> str:
+    """Which store holds the site's blobs: "fs" (the data directory's blobs/). A module
+    whose tests run on both stores overrides it with ``params=["fs", "s3"]``."""
+    return "fs"
+
+
+@pytest.fixture
+def store(data_dir: Path, blob_backend: str, request: pytest.FixtureRequest) -> BlobStore:
+    """The site's blob store: the data directory's, or with ``blob_backend == "s3"`` a
+    fresh prefix on the test SeaweedFS (settings.BLOBVIEWER_BLOBS, as a team sets it)."""
+    if blob_backend == "s3":
+        request.getfixturevalue("s3_site")
     return blob_store()
+
+
+@pytest.fixture
+def s3_site(data_dir: Path, s3_place: Any, settings: Any) -> Any:
+    """The site on object storage: BLOBVIEWER_BLOBS is a fresh `s3://<bucket>/<prefix>`
+    (blobs, renderings, uploaded session logs); the data directory stays for the rest."""
+    settings.BLOBVIEWER_BLOBS = s3_place.url
+    return s3_place
 
 
 @pytest.fixture
