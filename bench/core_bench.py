@@ -199,11 +199,14 @@ def main() -> None:
         size = len(text.encode("utf-8"))
         blob_store = FsBlobStore(scratch_dir / "blobs")
         blob_id = blob_store.store_sync(Text(text))
+        # The baselines read the same bytes from a plain file of their own.
+        plain = scratch_dir / "plain.txt"
+        plain.write_bytes(text.encode("utf-8"))
         shared = {
             "dir": str(scratch_dir),
-            "blob_dir": str(blob_store.root),
+            "blob_dir": str(scratch_dir / "blobs"),
             "blob_id": str(blob_id),
-            "blob_path": str(blob_store.path_of(blob_id)),
+            "blob_path": str(plain),
             "lines": text.count("\n"),
         }
         ctx = _context(args, shared, with_text=False)

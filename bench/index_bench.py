@@ -28,14 +28,14 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from core.inspect_tool import inspect_blob  # noqa: E402
-from core.store import FsBlobStore  # noqa: E402
+from core.store import BlobStore, open_store  # noqa: E402
 from core.store.index import open_index  # noqa: E402
 
 RATIO_GOAL = 0.01
@@ -43,56 +43,60 @@ WARM_GOAL_1GB = 0.020
 CALLS = 5
 
 
-def write_text(path: Path, size: int) -> int:
-    """80-byte log lines up to about *size* bytes; returns the line count."""
+def text_chunks(size: int) -> tuple[int, Iterator[bytes]]:
+    """80-byte log lines up to about *size* bytes: the line count, and the bytes in chunks."""
     lines = size // 80
     template = "{:010d} INFO worker-{} processed item {:010d} status=ok"
-    with open(path, "w", encoding="ascii") as file:
+
+    def chunks() -> Iterator[bytes]:
         for start in range(0, lines, 100_000):
             stop = min(start + 100_000, lines)
-            file.write(
-                "".join(
-                    template.format(n, n % 7, n * 7919 % 10**10).ljust(79) + "\n"
-                    for n in range(start, stop)
-                )
-            )
-    return lines
+            yield "".join(
+                template.format(n, n % 7, n * 7919 % 10**10).ljust(79) + "\n"
+                for n in range(start, stop)
+            ).encode("ascii")
+
+    return lines, chunks()
 
 
-def write_array(path: Path, size: int) -> int:
+def array_chunks(size: int) -> tuple[int, Iterator[bytes]]:
     """`[{"id":0,"name":"entry 00000000","tags":["alpha","beta"],"score":0.0},…]`."""
     entries = size // 80
-    with open(path, "w", encoding="ascii") as file:
-        file.write("[")
+
+    def chunks() -> Iterator[bytes]:
+        yield b"["
         for start in range(0, entries, 100_000):
             stop = min(start + 100_000, entries)
-            file.write(
+            yield (
                 ("," if start else "")
                 + ",".join(
                     f'{{"id":{n},"name":"entry {n:08d}","tags":["alpha","beta"],"score":{n}.5}}'
                     for n in range(start, stop)
                 )
-            )
-        file.write("]")
-    return entries
+            ).encode("ascii")
+        yield b"]"
+
+    return entries, chunks()
 
 
-def write_object(path: Path, size: int) -> int:
+def object_chunks(size: int) -> tuple[int, Iterator[bytes]]:
     """`{"key00000000":{"n":0,"label":"…"},…}`: one key per ~100 bytes."""
     keys = size // 100
-    with open(path, "w", encoding="ascii") as file:
-        file.write("{")
+
+    def chunks() -> Iterator[bytes]:
+        yield b"{"
         for start in range(0, keys, 100_000):
             stop = min(start + 100_000, keys)
-            file.write(
+            yield (
                 ("," if start else "")
                 + ",".join(
                     f'"key{n:08d}":{{"n":{n},"label":"value number {n:08d} of the object"}}'
                     for n in range(start, stop)
                 )
-            )
-        file.write("}")
-    return keys
+            ).encode("ascii")
+        yield b"}"
+
+    return keys, chunks()
 
 
 def best(call: Callable[[], object], calls: int = CALLS) -> tuple[float, float]:
@@ -121,32 +125,41 @@ def cases(blobs: dict[str, tuple[uuid.UUID, int]]) -> list[tuple[str, str, str |
     ]
 
 
-def make_blobs(store: FsBlobStore, size: int) -> dict[str, tuple[uuid.UUID, int]]:
+def make_blobs(store: BlobStore, size: int) -> dict[str, tuple[uuid.UUID, int]]:
     blobs = {}
-    for kind, writer, suffix in (
-        ("text", write_text, ".txt"),
-        ("array", write_array, ".json"),
-        ("object", write_object, ".json"),
+    for name, chunks_of, kind in (
+        ("text", text_chunks, "text"),
+        ("array", array_chunks, "json"),
+        ("object", object_chunks, "json"),
     ):
         blob_id = uuid.uuid4()
-        path = store.root / f"{blob_id}{suffix}"
-        count = writer(path, size)
+        count, chunks = chunks_of(size)
+        store.put_stream_sync(blob_id, kind, chunks)  # as an old blob: no index yet
         started = time.perf_counter()
-        index = open_index(store.root, path)  # the first use of an old blob makes its index
-        assert index is not None, f"no index for the {kind} blob"
+        index = open_index(store, blob_id)  # the first use of an old blob makes its index
+        assert index is not None, f"no index for the {name} blob"
         index.close()
         built = time.perf_counter() - started
-        index_size = (store.root / ".index" / f"{blob_id}.idx").stat().st_size
+        index_file = store.index_reader_sync(str(blob_id))
+        assert index_file is not None, f"the index of the {name} blob was not kept"
+        with index_file:
+            index_size = index_file.size
         print(
-            f"{kind:7} {path.stat().st_size / 2**20:8.1f} MB, {count:>12,} lines/entries/keys;"
-            f" index made in {built:6.2f} s, {index_size / 2**20:.1f} MB"
+            f"{name:7} {store.size_sync(blob_id) / 2**20:8.1f} MB, {count:>12,} "
+            f"lines/entries/keys; index made in {built:6.2f} s, {index_size / 2**20:.1f} MB"
         )
-        blobs[kind] = (blob_id, count)
+        blobs[name] = (blob_id, count)
     return blobs
 
 
-def plain_read(path: Path) -> float:
-    return best(path.read_bytes, 3)[1]
+def plain_read(store: BlobStore, blob_id: uuid.UUID) -> float:
+    """One read of the whole blob (the file store: one plain read of its file)."""
+
+    def read() -> bytes:
+        with store.open_sync(blob_id) as blob:
+            return blob.read(0, blob.size)
+
+    return best(read, 3)[1]
 
 
 def report(
@@ -189,11 +202,10 @@ def index_bench(mb: int, scratch: Path, *, gb: bool = False) -> list[str]:
     size = 1 << 30 if gb else mb << 20
     root = scratch / "index-bench" / "blobs"
     root.mkdir(parents=True)
-    store = FsBlobStore(root)
+    store = open_store(root)
     print(f"\nselectors deep inside {size / 2**20:,.0f} MB blobs, through their indexes")
     blobs = make_blobs(store, size)
-    paths = {kind: store.path_of(blob_id) for kind, (blob_id, _) in blobs.items()}
-    reads = {kind: plain_read(path) for kind, path in paths.items()}
+    reads = {kind: plain_read(store, blob_id) for kind, (blob_id, _) in blobs.items()}
     rows = []
     for kind, name, selector in cases(blobs):
         blob_id = str(blobs[kind][0])

@@ -380,7 +380,7 @@ def _recorded(files: int, out: str, err: str) -> dict[str, Any]:
         "sessions": sessions,
         "items": items,
         "blobs": len(stored),
-        "blob_bytes_stored": sum((blob_store().path_of(b).stat().st_size for b in stored), 0),
+        "blob_bytes_stored": sum((blob_store().size_sync(b) for b in stored), 0),
         "blob_refs": BlobRef.objects.count(),
         "search_chunks": SearchChunk.objects.count(),
         "search_bytes": item_bytes + blob_bytes,
