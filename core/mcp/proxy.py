@@ -25,8 +25,10 @@ from __future__ import annotations
 
 import os
 import signal
+import stat
 import sys
 import warnings
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -64,6 +66,7 @@ _RAW: TypeAdapter[dict[str, Any]] = TypeAdapter(dict[str, Any])
 # A wrapped server that pages its tools endlessly must not hang tools/list.
 _MAX_TOOL_PAGES = 100
 # The progress notifications of a call reach the agent through the call itself.
+_READ_SIZE = 1 << 16
 _NOT_FORWARDED = frozenset({"notifications/progress", "notifications/cancelled"})
 
 
@@ -232,14 +235,12 @@ class Proxy:
         return server
 
     def initialization_options(self, server: Server[Any]) -> Any:
-        caps = self._capabilities
-        return server.create_initialization_options(
-            NotificationOptions(
-                prompts_changed=bool(caps.prompts and caps.prompts.list_changed),
-                resources_changed=bool(caps.resources and caps.resources.list_changed),
-                tools_changed=bool(caps.tools and caps.tools.list_changed),
-            )
+        # Whatever the wrapped server declares, the proxy passes on every list change it
+        # sends (not every server that sends them declares them).
+        everything = NotificationOptions(
+            prompts_changed=True, resources_changed=True, tools_changed=True
         )
+        return server.create_initialization_options(everything)
 
     # -- tools --
 
@@ -303,14 +304,14 @@ class Proxy:
         if self._capabilities.resources is None:
             # Blobs are many: each is reached from the link beside its summary.
             return complete({"resources": []})
-        return await self._request(types.ListResourcesRequest(params=params))
+        return await self._request(types.ListResourcesRequest(params=_paging(params)))
 
     async def _list_resource_templates(
         self, ctx: ServerRequestContext[Any], params: Any
     ) -> dict[str, Any]:
         if self._capabilities.resources is None:
             return complete({"resourceTemplates": []})
-        return await self._request(types.ListResourceTemplatesRequest(params=params))
+        return await self._request(types.ListResourceTemplatesRequest(params=_paging(params)))
 
     async def _read_resource(
         self, ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
@@ -323,7 +324,7 @@ class Proxy:
         return await self._request(request, progress=_progress_of(ctx))
 
     async def _list_prompts(self, ctx: ServerRequestContext[Any], params: Any) -> dict[str, Any]:
-        return await self._request(types.ListPromptsRequest(params=params))
+        return await self._request(types.ListPromptsRequest(params=_paging(params)))
 
     async def _get_prompt(
         self, ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams
@@ -378,6 +379,11 @@ def _progress_of(ctx: ServerRequestContext[Any]) -> Any:
         await session.report_progress(progress, total, message)
 
     return report
+
+
+def _paging(params: types.PaginatedRequestParams | None) -> types.PaginatedRequestParams:
+    """The agent's paging of a list, without its `_meta`."""
+    return types.PaginatedRequestParams(cursor=params.cursor if params else None)
 
 
 def _without_output_schema(tool: dict[str, Any]) -> dict[str, Any]:
@@ -442,11 +448,55 @@ async def _serve(
     async with wrapped:
         proxy = Proxy(wrapped, store, agent, recording)
         server = proxy.build_server()
-        async with stdio_server() as (read_stream, write_stream):
+        async with stdio_server(stdin=_StdinLines()) as (read_stream, write_stream):
             # Errors of the agent's requests are answered; they do not end the proxy.
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", MCPDeprecationWarning)
                 await server.run(read_stream, write_stream, proxy.initialization_options(server))
+
+
+class _StdinLines:
+    """The agent's messages, a line each, for the SDK's stdio_server.
+
+    The SDK reads stdin on a worker thread, and a thread blocked in a read cannot be
+    cancelled: on SIGTERM the proxy would wait for the agent's next line. Waiting for
+    stdin to be readable on the event loop instead lets a cancellation end the wait.
+    A stdin that cannot be waited on (a regular file) is read as the SDK reads it.
+    """
+
+    def __init__(self, fd: int = 0) -> None:
+        self._fd = fd
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return self._lines()
+
+    async def _lines(self) -> AsyncIterator[str]:
+        read = self._read_when_readable
+        if stat.S_ISREG(os.fstat(self._fd).st_mode):
+            read = self._read_on_a_thread
+        else:
+            os.set_blocking(self._fd, False)
+        pending = bytearray()
+        while chunk := await read():
+            pending += chunk
+            start = 0
+            while (end := pending.find(b"\n", start)) >= 0:
+                yield pending[start : end + 1].decode("utf-8", "replace")
+                start = end + 1
+            del pending[:start]
+        if pending:
+            yield pending.decode("utf-8", "replace")
+
+    async def _read_when_readable(self) -> bytes:
+        while True:
+            await anyio.wait_readable(self._fd)
+            try:
+                return os.read(self._fd, _READ_SIZE)
+            except BlockingIOError:
+                continue
+
+    async def _read_on_a_thread(self) -> bytes:
+        return await anyio.to_thread.run_sync(os.read, self._fd, _READ_SIZE)
 
 
 async def _stop_on_signal(scope: anyio.CancelScope) -> None:
