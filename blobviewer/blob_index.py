@@ -10,6 +10,13 @@ and `manage.py blobs index` (index_store) for blobs that agents or the CLI wrote
 into the store. Page requests never write rows nor list the store: blob_for_view reads a
 blob the database does not know (yet) through the store, and store_index_note tells the
 blob list, from two file stats, whether the store changed since the last index run.
+
+On an object store there is no folder whose time changes: `blobs index` lists the bucket
+from a marker it remembers in the bucket (`<prefix>/.blobviewer/blobs-indexed.json`: the
+creation time of the newest blob listed), re-listing a trailing window before it
+(INDEX_WINDOW) because a slow upload can land behind a newer key; blob ids are UUID v7,
+so keys sort by creation time. `blobs index --full` lists every blob (and finds the ones
+gone from the store, or with ids that are not UUID v7), as the first run does.
 """
 
 from __future__ import annotations
@@ -20,9 +27,9 @@ import os
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Literal, NamedTuple
 
@@ -30,7 +37,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from blobviewer.bulk_insert import insert_objects
-from blobviewer.data_dir import data_dir, on_object_store, renderings
+from blobviewer.data_dir import blob_store, data_dir, on_object_store, renderings
 from blobviewer.json_rendering import write_rendering, write_rendering_of_value
 from blobviewer.models import Blob
 from blobviewer.provenance import read_preview
@@ -44,6 +51,7 @@ from core.store import (
 )
 from core.store.blob_id import BlobId, blob_created_at, parse_blob_id
 from core.store.index import JsonIndex, TextIndex, open_index
+from core.store.s3 import S3BlobStore  # boto3 only when an object store is used
 
 
 @dataclass
@@ -253,6 +261,9 @@ class IndexReport:
     added: int  # rows made for blobs the database did not know
     reread: int  # rows that said missing or unreadable, read again
     vanished: int  # rows marked missing: the store no longer has their blob
+    # On an object store indexed before: the blobs were listed from this creation time on
+    # (the marker less INDEX_WINDOW), so *in_store* counts those only.
+    listed_since: datetime | None = None
 
 
 def index_store(
@@ -260,6 +271,7 @@ def index_store(
     *,
     every: int = 1000,
     progress: Callable[[int, int], None] | None = None,
+    full: bool = False,
 ) -> IndexReport:
     """Bring the Blob rows in step with the store: a row for every blob the database does
     not know, a new reading of rows that say missing or unreadable while the store has the
@@ -268,8 +280,15 @@ def index_store(
     Rows are saved *every* blobs at a time, each batch in one transaction, and
     ``progress(done, total)`` is called after each batch. Afterwards the store's
     modification time, taken before it was listed, is remembered beside it (see
-    store_index_note). Raises BlobStoreError when the store cannot be listed.
+    store_index_note). On an object store that was indexed before, only the blobs after
+    the remembered marker (less INDEX_WINDOW) are listed, unless *full* (module
+    docstring); blobs gone from the store are then not looked for. Raises BlobStoreError
+    when the store cannot be listed.
     """
+    if isinstance(store, S3BlobStore) and not full:
+        marker = _object_marker(store)
+        if marker is not None:
+            return _index_window(store, marker, every=every, progress=progress)
     folder = _watched_folder()
     mtime = _settled_mtime(folder) if folder is not None else None
     # The rows first, then the listing: a row that says present was saved after its file
@@ -277,6 +296,7 @@ def index_store(
     # written meanwhile is simply not in either, for the next run).
     known = Blob.objects.values_list("id", "missing", "error").iterator(chunk_size=10_000)
     rows = {blob_id: (missing, bool(error)) for blob_id, missing, error in known}
+    started = timezone.now()
     on_disk = set(store.ids_sync())
     new = sorted(on_disk - rows.keys())
     stale = sorted(
@@ -287,6 +307,25 @@ def index_store(
     vanished = sorted(
         blob_id for blob_id, (missing, _) in rows.items() if not missing and blob_id not in on_disk
     )
+    _bring_in_step(store, new, stale, vanished, every=every, progress=progress)
+    if mtime is not None:
+        _write_marker(mtime)
+    if isinstance(store, S3BlobStore):
+        _write_object_marker(store, on_disk, started=started, previous=None)
+    return IndexReport(len(on_disk), len(new), len(stale), len(vanished))
+
+
+def _bring_in_step(
+    store: BlobStore,
+    new: Sequence[uuid.UUID],
+    stale: Sequence[uuid.UUID],
+    vanished: Sequence[uuid.UUID],
+    *,
+    every: int,
+    progress: Callable[[int, int], None] | None,
+) -> None:
+    """Insert rows for *new* blobs, read *stale* rows again, mark *vanished* ones missing;
+    *every* at a time."""
     every = max(1, every)
     total = len(new) + len(stale) + len(vanished)
     done = 0
@@ -317,9 +356,119 @@ def index_store(
         done += len(batch)
         if progress:
             progress(done, total)
-    if mtime is not None:
-        _write_marker(mtime)
-    return IndexReport(len(on_disk), len(new), len(stale), len(vanished))
+
+
+# --- an object store: listing from a remembered marker --------------------------------------
+
+# How far before the newest blob of the last listing the next one starts: an upload that
+# began before that blob was made (its id was) but landed after the listing is still found.
+INDEX_WINDOW = timedelta(hours=1)
+MARKER_FOLDER = ".blobviewer"  # under the prefix: not a blob, skipped by listings of blobs
+MARKER_NAME = "blobs-indexed.json"
+# How many keys past the marker the blob list's note looks at for a new blob.
+NOTE_LISTING = 1000
+
+
+def _index_window(
+    store: S3BlobStore,
+    marker: dict[str, object],
+    *,
+    every: int,
+    progress: Callable[[int, int], None] | None,
+) -> IndexReport:
+    """index_store from the marker: the blobs created since INDEX_WINDOW before the newest
+    one of the last listing."""
+    newest = int(str(marker["newest_ms"]))
+    started = timezone.now()
+    window_ms = newest - int(INDEX_WINDOW.total_seconds() * 1000)
+    listed = set(_blobs_after(store, window_ms))
+    rows: dict[uuid.UUID, tuple[bool, bool]] = {}
+    ordered = sorted(listed)
+    for start in range(0, len(ordered), 500):
+        chunk = ordered[start : start + 500]
+        for blob_id, missing, error in Blob.objects.filter(id__in=chunk).values_list(
+            "id", "missing", "error"
+        ):
+            rows[blob_id] = (missing, bool(error))
+    new = sorted(listed - rows.keys())
+    stale = sorted(blob_id for blob_id, (missing, error) in rows.items() if missing or error)
+    _bring_in_step(store, new, stale, (), every=every, progress=progress)
+    _write_object_marker(store, listed, started=started, previous=newest)
+    since = datetime.fromtimestamp(window_ms / 1000, tz=UTC)
+    return IndexReport(len(listed), len(new), len(stale), 0, listed_since=since)
+
+
+def _key_at(ms: int) -> str:
+    """The start of every UUID v7 made at or after the Unix time *ms* (in milliseconds):
+    its first 48 bits, as the canonical form spells them (`01a231db-4a07`)."""
+    digits = f"{max(ms, 0):012x}"
+    return f"{digits[:8]}-{digits[8:]}"
+
+
+def _created_ms(blob_id: uuid.UUID) -> int | None:
+    """When a UUID v7 was made, in Unix milliseconds; None for another kind of id."""
+    return blob_id.int >> 80 if blob_id.version == 7 else None
+
+
+def _blobs_after(store: S3BlobStore, since_ms: int) -> Iterable[BlobId]:
+    """The blobs under the prefix whose keys sort after the UUID v7s made before
+    *since_ms*, in key order. Keys with a "/" (`derived/`, `sessions/`) sort after every
+    UUID v7 key, so the listing stops at the first one."""
+    for info in store.objects_root.list(start_after=_key_at(since_ms)):
+        if "/" in info.name:
+            return
+        stem, dot, suffix = info.name.rpartition(".")
+        if f"{dot}{suffix}" not in (".txt", ".json"):
+            continue
+        with contextlib.suppress(ValueError, BlobStoreError):
+            blob_id = parse_blob_id(stem)
+            if str(blob_id) == stem:  # only canonical names are blobs
+                yield blob_id
+
+
+def _object_marker(store: S3BlobStore) -> dict[str, object] | None:
+    found = store.objects(MARKER_FOLDER).get(MARKER_NAME)
+    if found is None:
+        return None
+    try:
+        marker = json.loads(found.data)
+        int(marker["newest_ms"])
+        datetime.fromisoformat(str(marker["indexed_at"]))
+    except (ValueError, TypeError, KeyError):
+        return None  # damaged: the next run lists everything and writes a good one
+    return marker
+
+
+def _write_object_marker(
+    store: S3BlobStore, listed: Iterable[uuid.UUID], *, started: datetime, previous: int | None
+) -> None:
+    """Remember the creation time of the newest UUID v7 listed (never one in the future,
+    nor earlier than the marker before) and when the listing began."""
+    now_ms = int(started.timestamp() * 1000)
+    times = [ms for blob_id in listed if (ms := _created_ms(blob_id)) is not None and ms <= now_ms]
+    newest = max([*times, *([previous] if previous is not None else [])], default=None)
+    if newest is None:
+        newest = now_ms - int(INDEX_WINDOW.total_seconds() * 1000)  # nothing listed yet
+    data = {"newest_ms": newest, "indexed_at": started.isoformat()}
+    store.objects(MARKER_FOLDER).put(MARKER_NAME, json.dumps(data).encode())
+
+
+def _object_store_note(store: S3BlobStore) -> IndexNote | None:
+    """The blob list's note on an object store: a UUID v7 blob made after the newest one
+    the last `blobs index` listed (one LIST request, and the marker's GET)."""
+    try:
+        marker = _object_marker(store)
+        if marker is None:
+            return IndexNote(None)
+        newest = int(str(marker["newest_ms"]))
+        for number, blob_id in enumerate(_blobs_after(store, newest + 1)):
+            if number >= NOTE_LISTING:
+                break
+            if _created_ms(blob_id) is not None:
+                return IndexNote(datetime.fromisoformat(str(marker["indexed_at"])))
+    except BlobStoreError:
+        return None  # a page never fails for its note
+    return None
 
 
 # Some filesystems keep modification times in coarse ticks, so a file added in the same
@@ -376,11 +525,13 @@ def store_index_note() -> IndexNote | None:
     a blob an agent writes straight into the store shows here. So does anything else that
     adds or removes a file there (ingest and uploads, which index their own blobs; a
     crashed write; `blobs gc`): the note says the store *changed*, not that blobs are
-    missing from the list. No store directory (or an object store) means no note: None.
+    missing from the list. No store directory means no note: None. On an object store, a
+    blob made after the newest one `blobs index` listed is (_object_store_note).
     """
     folder = _watched_folder()
     if folder is None:
-        return None
+        store = blob_store()
+        return _object_store_note(store) if isinstance(store, S3BlobStore) else None
     try:
         mtime = folder.stat().st_mtime_ns
     except OSError:

@@ -276,7 +276,7 @@ def test_gc_from_the_shell_refuses_a_bad_age_in_one_line_with_status_2(data_dir)
 
 
 def test_blobs_without_an_action_says_which_there_are(data_dir):
-    with pytest.raises(CommandError, match=r"\{gc,index\}"):
+    with pytest.raises(CommandError, match=r"\{gc,index,copy\}"):
         blobs()
 
 

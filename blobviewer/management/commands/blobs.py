@@ -1,25 +1,37 @@
-"""`manage.py blobs gc|index`: look after the data folder's blob store.
+"""`manage.py blobs gc|index|copy`: look after the site's blob store.
 
     manage.py blobs gc [--older-than 1h] [--dry-run]
-    manage.py blobs index [--progress-every N]
+    manage.py blobs index [--progress-every N] [--full]
+    manage.py blobs copy --from DIR --to s3://bucket/prefix [--jobs N] [--progress-every N]
 
 `gc` removes the temporary files that writers killed mid-write left behind (see
-blobviewer.leftovers); the production server runs it once at start. `index` adds Blob rows
-for blobs that agents or the CLI wrote straight into the store (page requests never do).
+blobviewer.leftovers) and, on an object store, aborts multipart uploads they left; the
+production server runs it once at start. `index` adds Blob rows for blobs that agents or
+the CLI wrote straight into the store (page requests never do). `copy` moves a data
+folder's blobs, indexes, renderings and session logs into an object store
+(blobviewer.store_copy).
 """
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.template.defaultfilters import filesizeformat
 
 from blobviewer.blob_index import index_store
-from blobviewer.data_dir import blob_store, data_dir
-from blobviewer.leftovers import DEFAULT_AGE, format_age, parse_age, remove_leftovers
+from blobviewer.data_dir import blob_store, blobs_url, data_dir, store_location
+from blobviewer.leftovers import (
+    DEFAULT_AGE,
+    abort_stale_uploads,
+    format_age,
+    parse_age,
+    remove_leftovers,
+)
 from blobviewer.search import index_pending_blobs
+from blobviewer.store_copy import DEFAULT_JOBS, CopyError, PartReport, copy_data
 from core.store import BlobStoreError
 
 
@@ -46,17 +58,19 @@ def _bytes(size: int) -> str:
 
 class Command(BaseCommand):
     help = (
-        "Look after the blob store in the data folder. `gc` removes temporary files that "
-        "crashed writers left behind (older than --older-than, 1h by default); `index` "
-        "adds the blobs that agents or the CLI wrote straight into the store to the blob "
-        "list (idempotent)."
+        "Look after the site's blob store. `gc` removes temporary files that crashed "
+        "writers left behind (older than --older-than, 1h by default) and, on an object "
+        "store, aborts their multipart uploads; `index` adds the blobs that agents or the "
+        "CLI wrote straight into the store to the blob list (idempotent); `copy` copies a "
+        "data folder's blobs, indexes and session logs into an object store (resumable)."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        actions = parser.add_subparsers(dest="action", required=True, metavar="{gc,index}")
+        actions = parser.add_subparsers(dest="action", required=True, metavar="{gc,index,copy}")
         gc = actions.add_parser(
             "gc",
-            help="remove temporary files crashed writers left in blobs/, derived/, sessions/",
+            help="remove temporary files crashed writers left in blobs/, derived/, sessions/ "
+            "(and stale multipart uploads in an object store)",
         )
         gc.add_argument(
             "--older-than",
@@ -78,12 +92,65 @@ class Command(BaseCommand):
             metavar="N",
             help="save rows and report progress every N blobs (default 1000)",
         )
+        index.add_argument(
+            "--full",
+            action="store_true",
+            help="on an object store, list every blob (also finds blobs gone from the store), "
+            "not only those after the last run's marker",
+        )
+        copy = actions.add_parser(
+            "copy",
+            help="copy a data folder's blobs, indexes, renderings and session logs into an "
+            "object store (idempotent, resumable)",
+        )
+        copy.add_argument(
+            "--from",
+            dest="source",
+            type=Path,
+            default=None,
+            metavar="DIR",
+            help="the data folder (with blobs/, sessions/), or a blob folder alone "
+            "(default BLOBVIEWER_DATA)",
+        )
+        copy.add_argument(
+            "--to",
+            dest="destination",
+            default=None,
+            metavar="URL",
+            help="s3://bucket/prefix (default BLOBVIEWER_BLOBS)",
+        )
+        copy.add_argument(
+            "--jobs",
+            type=_positive,
+            default=DEFAULT_JOBS,
+            metavar="N",
+            help=f"objects copied at once (default {DEFAULT_JOBS})",
+        )
+        copy.add_argument(
+            "--progress-every",
+            type=_positive,
+            default=100,
+            metavar="N",
+            help="report progress every N objects (default 100)",
+        )
 
     def handle(self, *args: Any, action: str, **options: Any) -> None:
         if action == "gc":
             self._gc(older_than=options["older_than"], dry_run=options["dry_run"])
+        elif action == "copy":
+            self._copy(
+                source=options["source"] or data_dir(),
+                destination=options["destination"] or blobs_url(),
+                jobs=options["jobs"],
+                every=options["progress_every"],
+                verbosity=options["verbosity"],
+            )
         else:
-            self._index(every=options["progress_every"], verbosity=options["verbosity"])
+            self._index(
+                every=options["progress_every"],
+                verbosity=options["verbosity"],
+                full=options["full"],
+            )
 
     def _gc(self, *, older_than: Any, dry_run: bool) -> None:
         report = remove_leftovers(data_dir(), older_than=older_than, dry_run=dry_run)
@@ -105,16 +172,28 @@ class Command(BaseCommand):
                 f"Kept {report.kept_young:,} younger temporary file"
                 f"{'s' if report.kept_young != 1 else ''}: writes that may still be going on."
             )
-        for failure in report.failures:
+        failures = list(report.failures)
+        if blobs_url():
+            try:
+                uploads = abort_stale_uploads(blob_store(), older_than=older_than, dry_run=dry_run)
+            except BlobStoreError as error:
+                failures.append(f"cannot list the multipart uploads of {blobs_url()}: {error}")
+            else:
+                verb = "Would abort" if dry_run else "Aborted"
+                self.stdout.write(
+                    f"{verb} {uploads:,} multipart upload{'s' if uploads != 1 else ''} "
+                    f"older than {format_age(older_than)} in {blobs_url()}"
+                )
+        for failure in failures:
             self.stderr.write(failure)
-        if report.failures:
+        if failures:
             raise CommandError(
-                f"{len(report.failures)} temporary file(s) or folder(s) could not be removed "
-                "or listed",
+                f"{len(failures)} temporary file(s), folder(s) or upload(s) could not be "
+                "removed or listed",
                 returncode=1,
             )
 
-    def _index(self, *, every: int, verbosity: int) -> None:
+    def _index(self, *, every: int, verbosity: int, full: bool) -> None:
         store = blob_store()
 
         def progress(done: int, total: int) -> None:
@@ -122,16 +201,62 @@ class Command(BaseCommand):
                 self.stderr.write(f"indexed {done:,} of {total:,} blobs")
 
         try:
-            report = index_store(store, every=every, progress=progress)
+            report = index_store(store, every=every, progress=progress, full=full)
             # Blobs that reached the store without an ingest or upload become searchable
             # here too; the search index is never filled by page requests.
             searchable = index_pending_blobs(store=store)
         except (BlobStoreError, OSError) as error:
-            raise CommandError(f"cannot index {store.root}: {error}") from None
+            raise CommandError(f"cannot index {store_location()}: {error}") from None
         self.stdout.write(
             f"{report.added:,} blob{'s' if report.added != 1 else ''} added to the index, "
             f"{report.reread:,} re-read (were missing or unreadable), "
             f"{report.vanished:,} now missing from the store, "
             f"{searchable:,} made searchable; "
-            f"{report.in_store:,} blob{'s' if report.in_store != 1 else ''} in {store.root}"
+            f"{report.in_store:,} blob{'s' if report.in_store != 1 else ''} in {store_location()}"
+            + (
+                f" made since {report.listed_since:%Y-%m-%d %H:%M:%S} UTC (listed from the "
+                "last run's marker; --full lists every blob and finds those gone)"
+                if report.listed_since
+                else ""
+            )
         )
+
+    def _copy(
+        self, *, source: Path, destination: str, jobs: int, every: int, verbosity: int
+    ) -> None:
+        if not destination:
+            raise CommandError("blobs copy needs --to s3://bucket/prefix (or BLOBVIEWER_BLOBS)")
+
+        def progress(part: PartReport) -> None:
+            if verbosity >= 1:
+                self.stderr.write(
+                    f"{part.name}: {part.done:,} of {part.total:,} done "
+                    f"({part.copied:,} copied, {_bytes(part.copied_bytes)})"
+                )
+
+        try:
+            report = copy_data(
+                source.absolute(), destination, jobs=jobs, progress=progress, every=every
+            )
+        except (CopyError, BlobStoreError) as error:
+            raise CommandError(str(error)) from None
+        self.stdout.write(f"Copied {source} to {destination}:")
+        for part in report.parts:
+            line = (
+                f"  {part.name}: {part.total:,} in the source, {part.copied:,} copied "
+                f"({_bytes(part.copied_bytes)}), {part.present:,} already there"
+            )
+            if part.indexes:
+                line += f", {part.indexes:,} index{'es' if part.indexes != 1 else ''} copied"
+            if part.failures:
+                line += f", {len(part.failures):,} failed"
+            self.stdout.write(line)
+        for failure in report.failures:
+            self.stderr.write(failure)
+        if report.failures:
+            raise CommandError(
+                f"{len(report.failures):,} object(s) could not be copied or verified; "
+                "run the copy again to retry them",
+                returncode=1,
+            )
+        self.stdout.write("Every object in the destination has the size it has in the source.")
