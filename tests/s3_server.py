@@ -165,6 +165,7 @@ class SeaweedServer:
             f"-s3.port.grpc={s3_grpc}",
             "-s3.port.iceberg=0",
             "-s3.port.lance=0",
+            "-s3.autoCreateBucket=false",  # as S3 does: a missing bucket is an error
             f"-s3.config={config}",
             f"-s3.localSocket={self.folder / 's3.sock'}",
             f"-debug.port={debug}",

@@ -151,7 +151,12 @@ def _status(error: Exception) -> int:
 
 
 def _is(error: Exception, codes: set[str]) -> bool:
-    return _code(error) in codes or str(_status(error)) in codes
+    """Whether the error is one of *codes*: by its S3 error code when it has one (a missing
+    bucket is a 404 too, but not a missing object), else by its HTTP status (HEAD)."""
+    code = _code(error)
+    if code and not code.isdigit():
+        return code in codes
+    return str(_status(error)) in codes
 
 
 def _io_error(action: str, error: Exception) -> BlobIOError:
