@@ -10,16 +10,20 @@ skipping the S3 tests.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import json
 import os
+import re
 import shutil
 import signal
 import socket
 import subprocess
 import sys
 import sysconfig
+import tempfile
 import time
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +36,10 @@ REGION = "us-east-1"
 VOLUME_SIZE_MB = 32
 START_TIMEOUT = 90.0
 STOP_TIMEOUT = 3.0
-LOG_TAIL = 60
+LOG_TAIL = 30
+PORT_ATTEMPTS = 3
+PR_SET_PDEATHSIG = 1
+_ERROR_LINE = re.compile(r"^[FE]\d{4} |invalid value|address already in use|panic:")
 
 
 class SeaweedFailed(RuntimeError):
@@ -70,14 +77,24 @@ def _free_ports(count: int) -> list[int]:
             sock.close()
 
 
+def _die_with_parent() -> None:
+    """In the child before exec: on Linux, kill it when the process that started it
+    dies (a test run killed outright leaves no server behind)."""
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # its SIGTERM can hang
+
+
 class SeaweedServer:
     """One `weed server -s3` (master, volume, filer, S3 gateway) living in *folder*."""
 
-    def __init__(self, folder: str | os.PathLike[str]) -> None:
+    def __init__(self, folder: str | os.PathLike[str], *, extra_args: Sequence[str] = ()) -> None:
         self.folder = Path(folder)
+        self.extra_args = list(extra_args)
         self.process: subprocess.Popen[bytes] | None = None
         self.endpoint = ""
         self.log_path = self.folder / "weed.log"
+        self._grpc_ports: list[int] = []
 
     # -- what clients need ----------------------------------------------------------------
 
@@ -111,19 +128,47 @@ class SeaweedServer:
         return name
 
     def log_tail(self, lines: int = LOG_TAIL) -> str:
+        """The log's errors (a fatal line is followed by pages of goroutine stacks, a bad
+        flag by the whole usage), then its last *lines* lines."""
         try:
             text = self.log_path.read_text(errors="replace")
         except OSError as error:
             return f"(no log: {error})"
-        return "\n".join(text.splitlines()[-lines:])
+        all_lines = text.splitlines()
+        errors = [line for line in all_lines if _ERROR_LINE.search(line)][-10:]
+        tail = all_lines[-lines:]
+        if not errors:
+            return "\n".join(tail)
+        return "\n".join(["errors:", *errors, f"last {len(tail)} lines:", *tail])
 
     # -- life -----------------------------------------------------------------------------
 
     def start(self, *, timeout: float = START_TIMEOUT) -> SeaweedServer:
-        """Start the server and wait until a bucket can be made; raises SeaweedFailed."""
+        """Start the server and wait until a bucket can be made; raises SeaweedFailed.
+        A port taken between choosing it and binding it (another test run starting its
+        own server) is tried again with other ports."""
+        for attempt in range(1, PORT_ATTEMPTS + 1):
+            try:
+                return self._start(timeout)
+            except SeaweedFailed:
+                clash = "address already in use" in self._log_text()
+                if not clash or attempt == PORT_ATTEMPTS:
+                    raise
+                with self.log_path.open("a") as log:
+                    log.write(f"--- a port was taken; starting again ({attempt + 1}) ---\n")
+        raise AssertionError("unreachable")
+
+    def _log_text(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+
+    def _start(self, timeout: float) -> SeaweedServer:
         self.folder.mkdir(parents=True, exist_ok=True)
         data = self.folder / "data"
-        data.mkdir(exist_ok=True)
+        shutil.rmtree(data, ignore_errors=True)  # nothing from a failed attempt's ports
+        data.mkdir()
         config = self.folder / "s3.json"
         config.write_text(
             json.dumps(
@@ -142,6 +187,7 @@ class SeaweedServer:
             _free_ports(9)
         )
         self.endpoint = f"http://127.0.0.1:{s3}"
+        self._grpc_ports = [master_grpc, volume_grpc, filer_grpc, s3_grpc]
         command = [
             str(weed_binary()),
             "server",
@@ -169,6 +215,7 @@ class SeaweedServer:
             f"-s3.config={config}",
             f"-s3.localSocket={self.folder / 's3.sock'}",
             f"-debug.port={debug}",
+            *self.extra_args,
         ]
         log = self.log_path.open("ab")
         try:
@@ -179,6 +226,7 @@ class SeaweedServer:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # our own process group: stop() ends it whole
+                preexec_fn=_die_with_parent,
             )
         except OSError as error:
             raise SeaweedFailed(f"cannot run {command[0]}: {error}") from None
@@ -222,7 +270,21 @@ class SeaweedServer:
     def stop(self) -> None:
         """Stop the server (its whole process group) and wait for it."""
         process, self.process = self.process, None
-        if process is None or process.poll() is not None:
+        if process is None:
+            return
+        try:
+            self._end(process)
+        finally:
+            # weed also listens on /tmp/seaweedfs-<service>-grpc-<port>.sock, left behind
+            # when it is killed.
+            for port in self._grpc_ports:
+                for path in Path(tempfile.gettempdir()).glob(f"seaweedfs-*-grpc-{port}.sock"):
+                    with contextlib.suppress(OSError):
+                        path.unlink()
+
+    @staticmethod
+    def _end(process: subprocess.Popen[bytes]) -> None:
+        if process.poll() is not None:
             return
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGTERM)
