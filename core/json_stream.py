@@ -24,11 +24,11 @@ not JSON, which orjson and the standard library say too.
 
 from __future__ import annotations
 
+import itertools
+import operator
 import re
 from dataclasses import dataclass
 from typing import Any
-
-import orjson
 
 from core.content import Structured
 from core.json_values import parse_json, shape
@@ -44,6 +44,7 @@ except ImportError:  # pragma: no cover - the wheel ships it on every platform w
 
 # Outputs smaller than this are parsed whole: the value fits in memory anyway.
 STREAM_FROM_CHARS = 1 << 20
+BATCH = 1024  # entries serialised and indexed together (core.store.index.json_index)
 HEAD_KEPT = 8  # an array's first entries kept for its summary
 KEYS_KEPT = 1000  # an object's first key lines kept for its summary
 # A surrogate escape (\ud800-\udfff); only a high one followed by a low one is a character.
@@ -68,13 +69,18 @@ class JsonFacts:
 class PromotedJson(Structured):
     """A Structured array or object promoted from a big output without its value in memory:
     *data* is exactly what ``dumps_for_storage(value)`` writes, *facts* what its summary
-    needs. ``value`` parses *data* on first use (the store and summaries never need to)."""
+    needs, *index* the index of *data* made as it was written (core.store.index.json_index;
+None when it could not be), which the store keeps. ``value`` parses *data* on first use
+(the store and summaries never need to)."""
 
-    __slots__ = ("_parsed", "data", "facts")
+    __slots__ = ("_parsed", "data", "facts", "index")
 
-    def __init__(self, data: bytes | bytearray, facts: JsonFacts) -> None:
+    def __init__(
+        self, data: bytes | bytearray, facts: JsonFacts, index: bytes | None = None
+    ) -> None:
         object.__setattr__(self, "data", data)
         object.__setattr__(self, "facts", facts)
+        object.__setattr__(self, "index", index)
         object.__setattr__(self, "_parsed", None)
 
     @property  # type: ignore[override]
@@ -160,50 +166,37 @@ class _Reader:
 
 
 def _array(output: str) -> PromotedJson:
-    # One orjson call per entry into one buffer: measured faster than batches of entries
-    # (which cost a list per batch) and than a bytes object kept per entry (each one an
-    # over-allocated buffer: 2.6 GB for 100 MB of small entries).
-    dumps = orjson.dumps
-    data = bytearray(b"[")
+    from core.store.index.json_index import JsonWriter  # core.store imports this module
+
+    writer = JsonWriter("array", len(output))
+    entries = _IJSON.items(_Reader(output), "item", use_float=True, buf_size=1 << 18)
     head: list[Any] = []
-    count = 0
-    for entry in _IJSON.items(_Reader(output), "item", use_float=True, buf_size=1 << 18):
-        data += dumps(entry)
-        data += b","
-        if count < HEAD_KEPT:
-            head.append(entry)
-        count += 1
-    _close(data, b"]")
-    return PromotedJson(data, JsonFacts("array", count, tuple(head), ()))
+    while batch := list(itertools.islice(entries, BATCH)):
+        if len(head) < HEAD_KEPT:
+            head += batch[: HEAD_KEPT - len(head)]
+        writer.add_entries(batch)
+    data, index = writer.finish()
+    return PromotedJson(data, JsonFacts("array", writer.count, tuple(head), ()), index)
 
 
 def _object(output: str) -> PromotedJson:
-    dumps = orjson.dumps
-    data = bytearray(b"{")
+    from core.store.index.json_index import JsonWriter, RepeatedKey
+
+    writer = JsonWriter("object", len(output))
+    items = _IJSON.kvitems(_Reader(output), "", use_float=True, buf_size=1 << 18)
     key_shapes: list[tuple[str, str]] = []
-    # A key repeated at the top level: the value keeps its first place and last value,
-    # which a stream cannot write. Hashes, not keys, are kept (about 60 bytes a key, not
-    # the keys' own size); two keys sharing a hash only send the output to parse_json.
-    hashes: set[int] = set()
-    remember = hashes.add
-    count = 0
-    for key, value in _IJSON.kvitems(_Reader(output), "", use_float=True, buf_size=1 << 18):
-        data += dumps(key)
-        data += b":"
-        data += dumps(value)
-        data += b","
-        if count < KEYS_KEPT:
-            key_shapes.append((key, shape(value)))
-        remember(hash(key))
-        count += 1
-    if len(hashes) != count:
-        raise _Undecidable("a key is repeated")
-    _close(data, b"}")
-    return PromotedJson(data, JsonFacts("object", count, (), tuple(key_shapes)))
+    while batch := list(itertools.islice(items, BATCH)):
+        if len(key_shapes) < KEYS_KEPT:
+            key_shapes += [
+                (key, shape(value)) for key, value in batch[: KEYS_KEPT - len(key_shapes)]
+            ]
+        writer.add_items(list(map(_FIRST, batch)), list(map(_SECOND, batch)))
+    try:
+        data, index = writer.finish()
+    except RepeatedKey:
+        # The value keeps the key's first place and last value, which a stream cannot write.
+        raise _Undecidable("a key is repeated") from None
+    return PromotedJson(data, JsonFacts("object", writer.count, (), tuple(key_shapes)), index)
 
 
-def _close(data: bytearray, closing: bytes) -> None:
-    if data[-1:] == b",":
-        data[-1:] = closing
-    else:
-        data += closing
+_FIRST, _SECOND = operator.itemgetter(0), operator.itemgetter(1)

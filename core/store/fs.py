@@ -254,8 +254,10 @@ class FsBlobStore:
     def _write_index(self, blob_id: BlobId, content: Content, data: bytes) -> None:
         if len(data) < self.index_min_bytes:
             return
-        if isinstance(content, PromotedJson):
-            return  # no value to build it from: readers make it from the file on first use
+        if isinstance(content, PromotedJson):  # its index was made as it was written
+            if content.index is not None:
+                self.index_put_sync(str(blob_id), content.index)
+            return
         is_text = isinstance(content, Text)
         value = None if is_text else content.value  # type: ignore[union-attr]
         # A cache: when it cannot be made here, readers make it from the blob if they need it.

@@ -48,7 +48,6 @@ from core.store.index.index_file import (
     KIND_JSON,
     Header,
     IndexUnusable,
-    pack_index,
     read_header,
 )
 
@@ -134,18 +133,17 @@ class _Layout:
 
     def object_table(self, start: int, end: int, records: array[int], hashes: list[int]) -> int:
         """*records*: key offset, value offset, count << 3 | kind, for each key in turn."""
-        n = len(hashes)
-        shifted = map(operator.lshift, hashes, itertools.repeat(32))
-        pairs = sorted(map(operator.or_, shifted, range(n)))  # crc << 32 | key number
-        data = TABLE.pack(OBJECT, 0, n, start, end)
-        return self.add(data + _pack(records, _typecode(self.width)) + _pack(pairs, "Q"))
+        data = TABLE.pack(OBJECT, 0, len(hashes), start, end)
+        return self.add(data + _pack(records, _typecode(self.width)) + _sorted_pairs(hashes))
 
-    def finish(self, size: int, root: int, table: int, children: list[tuple[int, int]], raw):
+    def finish(
+        self, size: int, root: int, table: int, children: list[tuple[int, int]], raw: bool
+    ) -> bytes:
         children_at = self.add(_pack([n for pair in children for n in pair], "Q"))
         fields = (root, self.width, table, children_at, len(children), 0)
-        return pack_index(
-            KIND_JSON, size, fields, b"".join(self.parts), flags=FLAG_RAW if raw else 0
-        )
+        # The header and the tables in one join: an index can be tens of MB.
+        header = Header(KIND_JSON, FLAG_RAW if raw else 0, size, self.length, fields)
+        return b"".join([header.pack(), *self.parts])
 
 
 def _width(size: int) -> int:
@@ -303,6 +301,197 @@ def _kinds_and_counts(values: tuple[Any, ...]) -> list[int]:
         return [count << 3 | kind for kind, count in map(kind_count, values)]
     counts = map(operator.lshift, map(operator.length_hint, values), itertools.repeat(3))
     return list(map(operator.or_, counts, kinds))
+
+
+# -- writing: the stored bytes and their index in one pass (core.json_stream) ----------------
+
+
+class RepeatedKey(Exception):
+    """An object names a key twice: its value keeps the first place and the last value,
+    which a writer that has already written the first cannot give."""
+
+
+class JsonWriter:
+    """The stored bytes of a big JSON array or object, written a batch of entries at a time
+    as `dumps_for_storage` writes the whole value (orjson, no spaces), and their index,
+    made from the same batches: each entry is serialised once, its span recorded as it is
+    appended, so storing the blob needs no second pass.
+
+    *capacity* is the expected size of the bytes (the output's length in characters, for
+    compact ASCII JSON exactly it): the buffer is made that big at once, because growing
+    it a batch at a time between the batches' own allocations fragments the heap up to
+    twice its size. Spans are kept in 4-byte records; a blob that outgrows them (4 GB, a
+    count beyond 29 bits) is still written, without an index (readers then make it from
+    the blob)."""
+
+    def __init__(self, kind: str, capacity: int = 0) -> None:
+        self.is_array = kind == "array"
+        self.data = bytearray(max(capacity, 2))
+        self.size = 0
+        self.write(b"[" if self.is_array else b"{")
+        self.layout: _Layout | None = _Layout(4, [])
+        self.spans = array("I")  # an array's offsets, or an object's records (3 a key)
+        self.crcs = array("I")  # an object's name hashes, in key order
+        self.children: list[tuple[int, int]] = []
+        self.count = 0
+
+    def write(self, chunk: bytes) -> None:
+        end = self.size + len(chunk)
+        if end > len(self.data):  # more than expected: grow by an eighth at least
+            self.data += bytes(max(end - len(self.data), len(self.data) >> 3))
+        self.data[self.size : end] = chunk
+        self.size = end
+
+    def add_entries(self, entries: list[Any]) -> None:
+        """Append an array's next entries."""
+        if not entries:
+            return
+        pieces = list(map(orjson.dumps, entries))
+        at = self.size
+        pieces.append(b"")  # a comma after the last one too
+        self.write(b",".join(pieces))
+        self.count += len(pieces) - 1
+        if self.layout is not None:
+            steps = map(_after_comma, map(len, pieces[:-2]))  # each entry and its comma
+            self._record(list(itertools.accumulate(steps, initial=at)))
+
+    def add_items(self, keys: list[str], values: list[Any]) -> None:
+        """Append an object's next keys and their values (as many of each)."""
+        if not keys:
+            return
+        dumps = orjson.dumps
+        size = len(keys)
+        # `"k1":v1,"k2":v2,`: the names' JSON without their quotes, from one list.
+        cores = dumps(keys)[2:-2].split(b'","')
+        if len(cores) != size:  # a name's JSON holds `","`
+            cores = [dumps(key)[1:-1] for key in keys]
+        parts: list[bytes] = [b'"', b"", b'":', b""] * size
+        parts[1::4] = cores
+        parts[3::4] = pieces = list(map(dumps, values))
+        parts[4::4] = [b',"'] * (size - 1)
+        parts.append(b",")
+        at = self.size
+        self.write(b"".join(parts))
+        self.crcs.extend(map(zlib.crc32, map(_UTF8, keys)))  # name_hash, in C
+        done = self.count
+        self.count += size
+        # Key offsets are kept even without an index: a repeated name is found by them.
+        starts = list(itertools.accumulate(map(len, parts), initial=at))
+        flat = [0] * (3 * size)
+        flat[0::3] = map(_before, starts[1 : 4 * size : 4])  # each name's quote
+        flat[1::3] = starts[3 : 4 * size : 4]
+        flat[2::3] = _kinds_and_counts(values)
+        self._record(flat)
+        if self.layout is not None and max(map(len, pieces)) >= CHILD_MIN:
+            for number in range(size):
+                item, piece = values[number], pieces[number]
+                if isinstance(item, list | dict) and len(piece) >= CHILD_MIN:
+                    self._child(done + number, item, starts[4 * number + 3])
+
+    def _record(self, numbers: list[int]) -> None:
+        try:
+            self.spans.extend(numbers)
+        except OverflowError:  # an offset or count beyond 4-byte records
+            self._drop_index()
+            self.spans.extend(numbers)
+
+    def _drop_index(self) -> None:
+        self.layout = None
+        if self.spans.typecode != "Q":
+            self.spans = array("Q", self.spans)
+
+    def _child(self, number: int, value: list[Any] | dict[str, Any], at: int) -> None:
+        """The table of a big top-level value (one level down), checked against its bytes."""
+        if self.layout is None:
+            return
+        builder = _FromValue(self.data, orjson.dumps, 4)  # type: ignore[arg-type]
+        builder.layout = self.layout
+        try:
+            if isinstance(value, list):
+                _, table = builder.array(value, at)
+            else:
+                _, table = builder.object(value, at, None)
+        except (OverflowError, _Unindexable):
+            self._drop_index()
+            return
+        self.children.append((number, table))
+
+    def finish(self) -> tuple[bytearray, bytes | None]:
+        """The stored bytes, closed, and their index (None when it could not be kept).
+        Raises RepeatedKey when an object names a key twice."""
+        closing = b"]" if self.is_array else b"}"
+        if self.count:
+            self.size -= 1  # the comma after the last entry
+        self.write(closing)
+        data = self.data
+        del data[self.size :]
+        names = None if self.is_array else self._sorted_names()
+        self.crcs = array("I")
+        layout, spans = self.layout, self.spans
+        self.spans = array("I")
+        if layout is None or len(data) >= WIDE_FROM:
+            return data, None
+        end = len(data)
+        if self.is_array:
+            table = layout.array_table(0, end, spans)
+            del spans
+            return data, layout.finish(end, ARRAY, table, [], True)
+        assert names is not None
+        table = layout.add(TABLE.pack(OBJECT, 0, self.count, 0, end))
+        layout.add(_pack(spans, "I"))
+        del spans
+        layout.add(names)
+        return data, layout.finish(end, OBJECT, table, self.children, True)
+
+    def _sorted_names(self) -> bytes:
+        """The name table (see _sorted_pairs), after making sure that no two keys with the
+        same CRC share a name."""
+        table = _sorted_pairs(self.crcs)
+        ordered = _unpack(table, "Q")
+        crcs = array("I", map(operator.rshift, ordered, itertools.repeat(32)))
+        # Keys that share a CRC (about n * n / 2**33 pairs of them) are read by name.
+        same = map(operator.eq, crcs, itertools.islice(crcs, 1, None))
+        runs: dict[int, dict[int, str]] = {}  # crc: {key number: name}
+        for at in itertools.compress(itertools.count(), same):
+            names = runs.setdefault(crcs[at], {})
+            for pair in (ordered[at], ordered[at + 1]):
+                number = pair & 0xFFFFFFFF
+                if number not in names:
+                    names[number] = self._name(number)
+        if any(len(set(names.values())) < len(names) for names in runs.values()):
+            raise RepeatedKey("an object repeats a key")
+        return table
+
+    def _name(self, number: int) -> str:
+        key_at, value_at = self.spans[3 * number], self.spans[3 * number + 1]
+        return key_from_literal(bytes(self.data[key_at : value_at - 1]))
+
+
+_SORT_CHUNK = 1 << 16
+_BUCKET_BITS = 4
+
+
+def _sorted_pairs(crcs: array[int] | list[int]) -> bytes:
+    """The name table of an object: `crc << 32 | key number` for each key, sorted, packed.
+
+    Sorted a bucket at a time (by the CRC's top bits, a chunk of keys at a time), so that
+    no more than a chunk's or a bucket's numbers are Python ints at once: sorting the
+    pairs of a million keys as one list takes about 50 MB."""
+    buckets = [array("Q") for _ in range(1 << _BUCKET_BITS)]
+    shift = 64 - _BUCKET_BITS
+    bounds = [b << shift for b in range(1, 1 << _BUCKET_BITS)]
+    for first in range(0, len(crcs), _SORT_CHUNK):
+        chunk = crcs[first : first + _SORT_CHUNK]
+        shifted = map(operator.lshift, chunk, itertools.repeat(32))
+        pairs = sorted(map(operator.or_, shifted, range(first, first + len(chunk))))
+        cuts = [0, *(bisect_left(pairs, bound) for bound in bounds), len(pairs)]
+        for bucket, low, high in zip(buckets, cuts, cuts[1:], strict=False):
+            bucket.extend(pairs[low:high])
+    table = array("Q")
+    for bucket in buckets:
+        table.extend(sorted(bucket))  # runs already sorted: timsort merges them
+        del bucket[:]
+    return _pack(table, "Q")
 
 
 def json_index_from_file(blob: BlobReader) -> bytes | None:
