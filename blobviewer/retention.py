@@ -2,9 +2,11 @@
 
 `prune(older_than=...)` deletes every session whose newest activity (its last item's
 recorded time, or its last ingest, whichever is later) is older than the cut-off, with
-its items, its log in `<data>/sessions/`, and then every blob that no remaining session
-references and that was itself made before the cut-off (a blob id is a UUID v7, so the
-id tells when). Each pruned session and blob leaves a tombstone row (PrunedSession,
+its items, its log in `<data>/sessions/` (and with an object store the log uploads kept
+in `<prefix>/sessions/`: blobviewer.session_logs), and then every blob that no remaining
+session references and that was itself made before the cut-off (a blob id is a UUID v7,
+so the id tells when), with its index and rendering (BlobStore.discard_sync, the same on
+a folder and on a bucket). Each pruned session and blob leaves a tombstone row (PrunedSession,
 PrunedBlob): ingest skips a pruned session's recording, uploads for it answer 410, and
 share links to a pruned blob say what happened instead of showing a 404.
 
@@ -28,7 +30,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from blobviewer.blob_index import derived_bytes, discard_derived
-from blobviewer.data_dir import blob_store, sessions_dir
+from blobviewer.data_dir import blob_store, on_object_store, sessions_dir
 from blobviewer.models import (
     Blob,
     BlobRef,
@@ -40,6 +42,7 @@ from blobviewer.models import (
     Session,
     ShareLink,
 )
+from blobviewer.session_logs import session_logs
 from core.store import BlobStore
 from core.store.blob_id import blob_created_at
 from core.store.errors import BlobStoreError
@@ -183,7 +186,8 @@ def prune(
                 Item.objects.filter(session_id__in=chunk).count() for chunk in _chunks(session_ids)
             ),
             blob_bytes=sum(_blob_bytes(store, blob_id) for blob_id in blob_ids),
-            log_bytes=sum(_size(path) for path in _log_files(sessions)),
+            log_bytes=sum(_size(path) for path in _log_files(sessions))
+            + sum(_kept_log_bytes(session_id) for session_id in session_ids),
             derived_bytes=sum(_derived_bytes(store, blob_id) for blob_id in blob_ids),
         )
     with transaction.atomic():
@@ -191,7 +195,7 @@ def prune(
         blob_ids = _delete_blobs(blob_ids)
     # Only now, after the commit: no row that stays can point at a file deleted here.
     errors: list[str] = []
-    log_bytes = _unlink(_log_files(sessions), errors)
+    log_bytes = _unlink(_log_files(sessions), errors) + _delete_kept_logs(sessions, errors)
     blob_bytes = derived_bytes = 0
     for blob_id in blob_ids:
         freed = _discard_blob(store, blob_id, errors)
@@ -320,6 +324,31 @@ def _delete_blobs(blob_ids: Sequence[uuid.UUID]) -> list[uuid.UUID]:
 
 
 # --- files ---------------------------------------------------------------------------------
+
+
+def _kept_log_bytes(session_id: uuid.UUID) -> int:
+    """The size of the session's log in the object store (`<prefix>/sessions/`); 0 without
+    one (the data directory's `sessions/` is _log_files')."""
+    if not on_object_store():
+        return 0
+    try:
+        return session_logs().size(session_id) or 0
+    except BlobStoreError:
+        return 0
+
+
+def _delete_kept_logs(sessions: Sequence[tuple[uuid.UUID, str]], errors: list[str]) -> int:
+    """Delete the logs of *sessions* that uploads kept in the object store; the bytes."""
+    if not on_object_store():
+        return 0
+    logs = session_logs()
+    freed = 0
+    for session_id, _ in sessions:
+        try:
+            freed += logs.delete(session_id)
+        except BlobStoreError as error:
+            errors.append(f"{logs.location(session_id)}: could not be deleted: {error}")
+    return freed
 
 
 def _log_files(sessions: Sequence[tuple[uuid.UUID, str]]) -> list[Path]:
