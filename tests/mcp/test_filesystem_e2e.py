@@ -8,8 +8,10 @@ install them.
 
 from __future__ import annotations
 
+import os
 import select
 import shutil
+import signal
 import socket
 import socketserver
 import sys
@@ -23,6 +25,7 @@ from urllib.parse import urlsplit
 import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from django.core.management import call_command
+from django.db import OperationalError
 from django.urls import reverse
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
@@ -258,8 +261,11 @@ def wait_for(condition: Any, *, what: str, tries: int = 600) -> None:
     """Wait for the proxy's upload (a real HTTP round trip on its own thread)."""
     pause = threading.Event()
     for _ in range(tries):
-        if condition():
-            return
+        try:
+            if condition():
+                return
+        except OperationalError:
+            pass  # SQLite's shared in-memory test database: locked while the server writes
         pause.wait(0.05)
     raise AssertionError(f"never happened: {what}")
 
@@ -348,17 +354,48 @@ def test_a_dead_upload_url_never_breaks_a_call_and_is_retried_later(
         with relay(port, live_server.url):  # the server is back
             second = agent.call("read_text_file", {"path": str(folder / "other.txt")})
             second_blob = blob_id_of(texts(second)[0])
-            wait_for(
-                lambda: (
-                    blob_store().exists_sync(first_blob) and blob_store().exists_sync(second_blob)
-                ),
-                what="the retried upload",
-            )
-            session = Session.objects.get()
-            assert Item.objects.filter(session=session).count() == 6
+            # Both blobs arrive with the log of all three calls.
+            wait_for(lambda: Item.objects.count() == 6, what="the retried upload")
+            assert blob_store().exists_sync(first_blob)
+            assert blob_store().exists_sync(second_blob)
 
     # The calls made while the server was down got their answers whole.
     assert first.is_error is False and texts(small) == [SMALL]
     assert blob_store().load_sync(first_blob) == Text(BIG)
     assert blob_store().load_sync(second_blob) == Text(BIG.upper())
     assert "works again" in errlog.read_text()
+
+
+def proxy_pid(marker: Path) -> int:
+    """The pid of the proxy started with *marker* (a unique path) among its arguments."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            words = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue  # gone, or not ours to read
+        if b"proxy" in words and str(marker).encode() in words:
+            return int(entry.name)
+    raise AssertionError(f"no proxy process with {marker} in its arguments")
+
+
+def test_sigterm_sends_what_the_last_upload_lacked(
+    tmp_path, folder, node, live_server, data_dir, token
+):
+    agent_blobs = tmp_path / "agent" / "blobs"
+    options = ("--dir", str(agent_blobs), "--upload", f"{live_server.url}/api/sessions")
+    env = {"BLOBVIEWER_TOKEN": token[1]}
+    small = {"path": str(folder / "small.txt")}
+    with proxy(folder, node, *options, errlog=tmp_path / "err", env=env) as agent:
+        # Small calls start no upload: only the last one, as the proxy stops, sends them.
+        for _ in range(3):
+            assert texts(agent.call("read_text_file", small)) == [SMALL]
+        assert not Session.objects.exists()
+        pid = proxy_pid(agent_blobs)
+        os.kill(pid, signal.SIGTERM)
+        wait_for(lambda: Item.objects.count() == 6, what="the upload at SIGTERM")
+
+    session = Session.objects.get()
+    assert session.owner == token[0].user
+    assert session.tool_result_count == 3

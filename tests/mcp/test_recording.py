@@ -10,6 +10,7 @@ from typing import Any
 
 import orjson
 import pytest
+from django.db import OperationalError
 
 from blobviewer.data_dir import blob_store
 from blobviewer.ingest import ingest_file
@@ -180,8 +181,11 @@ def wait_for(condition: Any, *, what: str, tries: int = 600) -> None:
     """Wait for the upload thread (a real HTTP round trip) to make *condition* true."""
     event = threading.Event()
     for _ in range(tries):
-        if condition():
-            return
+        try:
+            if condition():
+                return
+        except OperationalError:
+            pass  # SQLite's shared in-memory test database: locked while the server writes
         event.wait(0.05)
     raise AssertionError(f"never happened: {what}")
 
