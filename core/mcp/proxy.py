@@ -24,11 +24,13 @@ on SIGTERM.
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 import stat
 import sys
 import warnings
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -37,11 +39,13 @@ import anyio.to_thread
 import mcp_types as types
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.session import ClientRequestContext, IncomingMessage
+from mcp.client.stdio import stdio_client
 from mcp.server import NotificationOptions, Server, ServerRequestContext
 from mcp.server.session import ServerSession
 from mcp.server.stdio import stdio_server
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
 from mcp.shared.exceptions import MCPDeprecationWarning
+from mcp.shared.message import SessionMessage
 from mcp.shared.subscriptions import event_from_wire
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import TypeAdapter
@@ -67,6 +71,9 @@ _RAW: TypeAdapter[dict[str, Any]] = TypeAdapter(dict[str, Any])
 _MAX_TOOL_PAGES = 100
 # The progress notifications of a call reach the agent through the call itself.
 _READ_SIZE = 1 << 16
+# How long the calls a dead server left get to be answered (with its error) before the
+# proxy ends, in seconds.
+_GRACE = 2.0
 _NOT_FORWARDED = frozenset({"notifications/progress", "notifications/cancelled"})
 
 
@@ -202,6 +209,9 @@ class Proxy:
         self._recording = recording
         self._capabilities = wrapped.server_capabilities
         self._inspect_name: str | None = None  # known from the wrapped server's tools
+        self._in_flight = 0
+        self._idle = anyio.Event()
+        self._idle.set()
 
     def build_server(self) -> Server[Any]:
         caps = self._capabilities
@@ -363,8 +373,21 @@ class Proxy:
         """Send *request* to the wrapped server; its result as the wire's dict. The agent's
         `_meta` is not passed on: it may hold the agent's protocol envelope, which a
         server of another era refuses, and the progress token is the proxy's own."""
-        result = await self._wrapped.session.send_request(request, _RAW, progress_callback=progress)
+        self._in_flight += 1
+        self._idle = anyio.Event() if self._in_flight == 1 else self._idle
+        try:
+            result = await self._wrapped.session.send_request(
+                request, _RAW, progress_callback=progress
+            )
+        finally:
+            self._in_flight -= 1
+            if self._in_flight == 0:
+                self._idle.set()
         return complete(result)
+
+    async def idle(self) -> None:
+        """Wait until no request to the wrapped server is waiting for its answer."""
+        await self._idle.wait()
 
 
 def _progress_of(ctx: ServerRequestContext[Any]) -> Any:
@@ -412,47 +435,97 @@ async def run_proxy(
 ) -> None:
     """Serve the agent on stdin/stdout in front of *command* until stdin closes or SIGTERM.
 
-    Raises ProxyError when the wrapped server cannot be started or does not answer the
-    MCP handshake.
+    Raises ProxyError when the wrapped server cannot be started, does not answer the MCP
+    handshake, or exits while the proxy serves (the agent then sees its server gone, as
+    it would without the proxy).
     """
     # The wrapped server gets the proxy's whole environment: an agent's configuration
     # sets the environment of the command it starts, which is the proxy.
     parameters = StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))
     agent = _Agent()
     recording = _Recording(recorder)
+    wrapped = _Wrapped(parameters)
     try:
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(_stop_on_signal, tasks.cancel_scope)
             tasks.start_soon(recording.run)
-            await _serve(parameters, store, agent, recording)
+            await _serve(wrapped, store, agent, recording)
             tasks.cancel_scope.cancel()
     except* (OSError, MCPError) as group:
-        error = group.exceptions[0]
-        raise ProxyError(f"cannot start {' '.join(command)}: {_describe(error)}") from None
+        raise ProxyError(f"cannot start {shlex.join(command)}: {_describe(group)}") from None
     finally:
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(recording.finish)
+    if wrapped.gone.is_set() and not wrapped.closing:
+        raise ProxyError(f"the wrapped server exited: {shlex.join(command)}")
 
 
 async def _serve(
-    parameters: StdioServerParameters, store: FsBlobStore, agent: _Agent, recording: _Recording
+    wrapped: _Wrapped, store: FsBlobStore, agent: _Agent, recording: _Recording
 ) -> None:
-    wrapped = Client(
-        parameters,
+    client = Client(
+        wrapped,
         mode="legacy",  # every SDK server speaks the handshake; roots and list changes ride it
         cache=None,  # list results are the server's, fetched each time the agent asks
         list_roots_callback=agent.list_roots,
         message_handler=agent.forward,
         client_info=types.Implementation(name=PROXY_NAME, version="1"),
     )
-    async with wrapped:
-        proxy = Proxy(wrapped, store, agent, recording)
+    async with client, anyio.create_task_group() as serving:
+        proxy = Proxy(client, store, agent, recording)
+        serving.start_soon(_end_when_gone, wrapped, proxy, serving.cancel_scope)
         server = proxy.build_server()
         async with stdio_server(stdin=_StdinLines()) as (read_stream, write_stream):
             # Errors of the agent's requests are answered; they do not end the proxy.
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", MCPDeprecationWarning)
                 await server.run(read_stream, write_stream, proxy.initialization_options(server))
+        wrapped.closing = True
+        serving.cancel_scope.cancel()
+
+
+class _Wrapped:
+    """The transport to the wrapped server: the SDK's stdio client, which also says when
+    the server's output has ended (it exited), so that the proxy ends too."""
+
+    def __init__(self, parameters: StdioServerParameters) -> None:
+        self._parameters = parameters
+        self.gone = anyio.Event()
+        self.closing = False  # the proxy is stopping the server itself
+        self._context: Any = None
+
+    async def __aenter__(self) -> tuple[Any, Any]:
+        self._context = self._streams()
+        return await self._context.__aenter__()
+
+    async def __aexit__(self, *exc_info: Any) -> bool | None:
+        return await self._context.__aexit__(*exc_info)
+
+    @asynccontextmanager
+    async def _streams(self) -> AsyncIterator[tuple[Any, Any]]:
+        async with stdio_client(self._parameters) as (read_stream, write_stream):
+            send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+
+            async def relay() -> None:
+                async with send:
+                    async for message in read_stream:
+                        await send.send(message)
+                self.gone.set()
+
+            async with anyio.create_task_group() as relaying:
+                relaying.start_soon(relay)
+                yield receive, write_stream
+                relaying.cancel_scope.cancel()
+
+
+async def _end_when_gone(wrapped: _Wrapped, proxy: Proxy, scope: anyio.CancelScope) -> None:
+    """Stop serving once the wrapped server has exited, when the calls it left unanswered
+    have had their error sent to the agent."""
+    await wrapped.gone.wait()
+    with anyio.move_on_after(_GRACE):
+        await proxy.idle()
+        await anyio.sleep(_GRACE / 10)  # for the last answer to be written
+    scope.cancel()
 
 
 class _StdinLines:
@@ -506,7 +579,10 @@ async def _stop_on_signal(scope: anyio.CancelScope) -> None:
             return
 
 
-def _describe(error: BaseException) -> str:
+def _describe(group: BaseExceptionGroup) -> str:
+    error: BaseException = group
+    while isinstance(error, BaseExceptionGroup):  # the task groups' nesting
+        error = error.exceptions[0]
     if isinstance(error, OSError):
         return error.strerror or str(error)
     return str(getattr(error, "message", error))

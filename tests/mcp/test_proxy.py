@@ -557,6 +557,40 @@ def test_upload_needs_a_token(tmp_path: Path):
     )
 
 
+INITIALIZE = (
+    b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":'
+    b'"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}\n'
+)
+
+
+def test_when_the_server_dies_the_agent_hears_it_and_the_proxy_ends(tmp_path: Path):
+    parameters = proxy_parameters(tmp_path / "blobs", EVENTS)
+    proxy = subprocess.Popen(
+        [parameters.command, *parameters.args],
+        cwd=REPO,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        proxy.stdin.write(INITIALIZE)
+        proxy.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        proxy.stdin.write(
+            b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"exit_now"}}\n'
+        )
+        proxy.stdin.flush()
+        assert b'"serverInfo"' in proxy.stdout.readline()
+        answer = proxy.stdout.readline()
+        assert b'"id":2,"error":{"code":-32000,"message":"Connection closed"}' in answer
+        assert proxy.wait(timeout=WAIT) == 2
+        assert proxy.stdout.read() == b""
+        stderr = proxy.stderr.read().decode()
+        assert stderr.endswith(f"error: the wrapped server exited: {sys.executable} {EVENTS}\n")
+    finally:
+        proxy.kill()
+        proxy.wait()
+
+
 @pytest.mark.parametrize("how", ["stdin closes", "SIGTERM"])
 def test_the_proxy_ends_with_its_server(tmp_path: Path, how: str):
     marker = tmp_path / "ended"
@@ -578,10 +612,7 @@ def test_the_proxy_ends_with_its_server(tmp_path: Path, how: str):
     )
     try:
         # The handshake answered means both processes are up.
-        proxy.stdin.write(
-            b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":'
-            b'"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}\n'
-        )
+        proxy.stdin.write(INITIALIZE)
         proxy.stdin.flush()
         assert b'"serverInfo"' in proxy.stdout.readline()
         if how == "SIGTERM":

@@ -1,9 +1,10 @@
 """A stdio MCP server for the proxy's tests that sends progress, changes its tool list,
-has a prompt and a resource, and has a tool that waits until it is cancelled (it writes
-`started`, then `cancelled`, to the file it is given)."""
+has a prompt and a resource, a tool that waits until it is cancelled (it writes
+`started`, then `cancelled`, to the file it is given), and one that makes it exit."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import anyio
@@ -42,6 +43,12 @@ async def wait(marker: str) -> str:
     finally:
         path.write_text("cancelled")
     return "never"
+
+
+@server.tool()
+def exit_now() -> str:
+    """Ends this server at once, as a crash would."""
+    os._exit(3)
 
 
 @server.prompt()
