@@ -458,8 +458,8 @@ def _object_store_note(store: S3BlobStore) -> IndexNote | None:
     the last `blobs index` listed (one LIST request, and the marker's GET)."""
     try:
         marker = _object_marker(store)
-        if marker is None:
-            return IndexNote(None)
+        if marker is None:  # never indexed: a note when there is a blob to index
+            return IndexNote(None) if next(iter(_blobs_after(store, 0)), None) else None
         newest = int(str(marker["newest_ms"]))
         for number, blob_id in enumerate(_blobs_after(store, newest + 1)):
             if number >= NOTE_LISTING:
