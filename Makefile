@@ -56,6 +56,7 @@ bench: venv node
 	$(PY) bench/site_bench.py
 	$(PY) bench/ingest_bench.py
 	$(PY) bench/mcp_bench.py
+	$(PY) bench/store_bench.py
 
 lint: venv
 	$(VENV)/bin/ruff check .
