@@ -6,7 +6,8 @@ machine, which alone caps ingest near 2,500 items/s. `insert_rows` takes plain t
 Python values, as the model's fields hold them (str, int, bool, None, aware datetime,
 timedelta, UUID, JSON-able values), converts each column once per row with the same
 backend operations Django uses (so what is stored, and what the ORM reads back, is the
-same as bulk_create's), and sends them as multi-row INSERT statements.
+same as bulk_create's), and sends them as multi-row INSERT statements, or on PostgreSQL
+as a COPY (see _copy), ids and all.
 
 Values must already be what the field holds: a CharField gets a str, an integer field an
 int; nothing is cleaned, validated or defaulted, and no signal is sent. Columns left out
@@ -17,7 +18,7 @@ fill (Django has no database defaults unless `db_default` says so).
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from operator import attrgetter
 from typing import Any
 
@@ -60,6 +61,14 @@ def insert_rows(
     table, columns, converters = _plan(model, fields, connection)
     if any(len(row) != len(columns) for row in rows):
         raise ValueError(f"every row must have {len(columns)} values, one for each field")
+    # Only the columns whose values need converting are touched, row by row.
+    changed = [(index, convert) for index, convert in enumerate(converters) if convert != _as_is]
+    if connection.vendor == "postgresql" and not ignore_conflicts:
+        if returning is None:
+            _copy(connection, table, columns, rows, changed)
+            return []
+        if model._meta.get_field(returning) is model._meta.pk and model._meta.pk.db_returning:
+            return _copy_numbered(connection, table, columns, rows, changed, model._meta.pk)
     quote = connection.ops.quote_name
     head = f"INSERT INTO {quote(table)} ({', '.join(quote(c) for c in columns)}) VALUES "
     tail = " ON CONFLICT DO NOTHING" if ignore_conflicts else ""
@@ -67,23 +76,111 @@ def insert_rows(
         tail += f" RETURNING {quote(model._meta.get_field(returning).column)}"
     one = "(" + ", ".join(["%s"] * len(columns)) + ")"
     size = max(1, min(MAX_ROWS, _max_params(connection) // len(columns)))
-    # Only the columns whose values need converting are touched, row by row.
-    changed = [(index, convert) for index, convert in enumerate(converters) if convert != _as_is]
     returned: list[Any] = []
     with connection.cursor() as cursor:
         for start in range(0, len(rows), size):
             batch = rows[start : start + size]
             params: list[Any] = []
-            for row in batch:
-                if changed:
-                    row = list(row)
-                    for index, convert in changed:
-                        row[index] = convert(row[index])
+            for row in _converted(batch, changed):
                 params.extend(row)
             cursor.execute(head + ", ".join([one] * len(batch)) + tail, params)
             if returning is not None:
                 returned.extend(value for (value,) in cursor.fetchall())
     return returned
+
+
+def _converted(
+    rows: Sequence[Sequence[Any]], changed: list[tuple[int, Convert]]
+) -> Iterator[Sequence[Any]]:
+    if not changed:
+        yield from rows
+        return
+    for row in rows:
+        row = list(row)
+        for index, convert in changed:
+            row[index] = convert(row[index])
+        yield row
+
+
+def _copy(
+    connection: BaseDatabaseWrapper,
+    table: str,
+    columns: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    changed: list[tuple[int, Convert]],
+) -> None:
+    """PostgreSQL: the rows in one COPY, which the server takes as it would an INSERT
+    (constraints, triggers, indexes) but without a statement to parse: psycopg's client-
+    side binding, which Django uses, would otherwise quote every value into the text of
+    each multi-row INSERT, and that alone costs more than the server's work."""
+    quote = connection.ops.quote_name
+    sql = f"COPY {quote(table)} ({', '.join(quote(c) for c in columns)}) FROM STDIN"
+    with connection.cursor() as cursor, cursor.cursor.copy(sql) as copy:
+        for row in _converted(rows, changed):
+            copy.write_row(row)
+
+
+def _copy_numbered(
+    connection: BaseDatabaseWrapper,
+    table: str,
+    columns: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    changed: list[tuple[int, Convert]],
+    pk: Any,
+) -> list[Any]:
+    """PostgreSQL: _copy of rows that the database numbers; the numbers are taken from
+    the primary key's own sequence first (in ascending order, as an INSERT of the rows
+    would have given them) and returned in the order of *rows*."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT nextval(pg_get_serial_sequence(%s, %s)) FROM generate_series(1, %s) ORDER BY 1",
+            [connection.ops.quote_name(table), pk.column, len(rows)],
+        )
+        ids = [value for (value,) in cursor.fetchall()]
+    numbered = [
+        (pk_value, *row) for pk_value, row in zip(ids, _converted(rows, changed), strict=True)
+    ]
+    _copy(connection, table, [pk.column, *columns], numbered, [])
+    return ids
+
+
+def claim_rows(
+    model: type[Model],
+    fields: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    *,
+    key: str,
+    using: str = "default",
+) -> set[Any]:
+    """Insert the *rows* that conflict with no row already there (ON CONFLICT DO NOTHING);
+    returns the *key* field's value of each row this call inserted, as the database gives
+    it. Whoever inserted a row first owns it: a concurrent transaction inserting the same
+    key waits for this one and then inserts nothing, so the caller may write what depends
+    on its claimed rows without racing anyone."""
+    if not rows:
+        return set()
+    connection = connections[using]
+    table, columns, converters = _plan(model, fields, connection)
+    quote = connection.ops.quote_name
+    head = f"INSERT INTO {quote(table)} ({', '.join(quote(c) for c in columns)}) VALUES "
+    key_field = model._meta.get_field(key)
+    tail = f" ON CONFLICT DO NOTHING RETURNING {quote(key_field.column)}"
+    # As the ORM reads it back (SQLite gives a UUID as its hex digits).
+    to_python = (key_field.target_field if key_field.is_relation else key_field).to_python
+    one = "(" + ", ".join(["%s"] * len(columns)) + ")"
+    size = max(1, min(MAX_ROWS, _max_params(connection) // len(columns)))
+    claimed: set[Any] = set()
+    with connection.cursor() as cursor:
+        for start in range(0, len(rows), size):
+            batch = rows[start : start + size]
+            params = [
+                convert(value)
+                for row in batch
+                for convert, value in zip(converters, row, strict=True)
+            ]
+            cursor.execute(head + ", ".join([one] * len(batch)) + tail, params)
+            claimed.update(to_python(value) for (value,) in cursor.fetchall())
+    return claimed
 
 
 def _plan(
