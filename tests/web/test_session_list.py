@@ -45,9 +45,9 @@ def test_it_lists_sessions_newest_first_with_their_counts(logged_in_client):
     assert response.status_code == 200
     html = response.content.decode()
     assert html.index(">Newer run<") < html.index(">Older run<")
-    assert '<td class="num">1,234</td>' in html
-    assert '<td class="num">56</td>' in html
-    assert '<td class="num">7</td>' in html
+    assert '<td class="num" data-label="Items">1,234</td>' in html
+    assert '<td class="num" data-label="Steps">56</td>' in html
+    assert '<td class="num" data-label="Blobs">7</td>' in html
     assert "1.9\xa0MB" in html  # 2,000,000 bytes kept out of the context
     assert "2025-05-01 17:00 UTC" in html  # times say their zone
 
