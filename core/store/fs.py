@@ -7,20 +7,27 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import os
 import re
+import stat
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from core.content import Content, Structured, Text, decode_text, encode_text
-from core.json_stream import PromotedJson
-from core.json_values import JsonError, dumps_for_storage, parse_json
+from core.content import Content
 from core.store.base import BlobKind, BlobStat, BlobStore
 from core.store.blob_id import BlobId, new_blob_id, parse_blob_id
+from core.store.encoding import (
+    JSON_SUFFIX,
+    TEXT_SUFFIX,
+    decode_content,
+    encode_content,
+    index_of_stored,
+)
 from core.store.errors import BlobCorrupt, BlobIOError, BlobNotFound, BlobStoreError, InvalidBlobId
 from core.store.file_reader import FileReader
-from core.store.index import INDEX_MIN_BYTES, index_for
+from core.store.index import INDEX_MIN_BYTES
 from core.store.index.index_file import can_write, index_files, index_path, write_index
 
 __all__ = [
@@ -34,8 +41,6 @@ __all__ = [
     "TEMP_PREFIX",
 ]
 
-TEXT_SUFFIX = ".txt"
-JSON_SUFFIX = ".json"
 # Every write starts as a file named `.tmp-<random>` in the store's directory and is
 # renamed into place when complete. A process killed mid-write leaves that file behind; it
 # is never a blob (blobs are named `<uuid>.txt` / `<uuid>.json`), so a cleaner may delete
@@ -133,15 +138,7 @@ class FsBlobStore:
             raise BlobNotFound(f"blob {blob_id} not found") from None
         except OSError as error:
             raise BlobIOError(f"cannot read blob {blob_id}: {error.strerror}") from None
-        if path.suffix == TEXT_SUFFIX:
-            try:
-                return Text(decode_text(data))
-            except UnicodeDecodeError as error:
-                raise BlobCorrupt(f"blob {blob_id} is not UTF-8 at byte {error.start}") from None
-        try:
-            return Structured(parse_json(data))
-        except JsonError as error:
-            raise BlobCorrupt(f"blob {blob_id} holds damaged JSON: {error}") from None
+        return decode_content(blob_id, "text" if path.suffix == TEXT_SUFFIX else "json", data)
 
     def exists_sync(self, blob_id: BlobId | str) -> bool:
         blob_id = parse_blob_id(blob_id)
@@ -176,11 +173,14 @@ class FsBlobStore:
         blob_id = parse_blob_id(blob_id)
         for kind, path in zip(("text", "json"), self._candidates(blob_id), strict=True):
             try:
-                return BlobStat(kind, path.stat().st_size)
+                status = path.stat()
             except FileNotFoundError:
                 continue
             except OSError as error:
                 raise BlobIOError(f"cannot read blob {blob_id}: {error.strerror}") from None
+            if stat.S_ISDIR(status.st_mode):  # as open_sync and load_sync find it
+                raise BlobIOError(f"cannot read blob {blob_id}: {os.strerror(errno.EISDIR)}")
+            return BlobStat(kind, status.st_size)
         raise BlobNotFound(f"blob {blob_id} not found")
 
     def size_sync(self, blob_id: BlobId | str) -> int:
@@ -240,31 +240,14 @@ class FsBlobStore:
 
     @staticmethod
     def _encode(content: Content) -> tuple[bytes, str]:
-        if isinstance(content, Text):
-            return encode_text(content.text), TEXT_SUFFIX
-        if isinstance(content, PromotedJson):  # already written, entry by entry
-            return content.data, JSON_SUFFIX  # type: ignore[return-value]
-        if isinstance(content, Structured):
-            try:
-                return dumps_for_storage(content.value), JSON_SUFFIX
-            except (TypeError, ValueError, RecursionError) as error:
-                raise BlobStoreError(f"cannot store this value as JSON: {error}") from None
-        raise TypeError(f"content must be Text or Structured, got {type(content).__name__}")
+        data, kind = encode_content(content)  # the bytes every store keeps (core.store.encoding)
+        return data, _SUFFIX_OF_KIND[kind]
 
     def _write_index(self, blob_id: BlobId, content: Content, data: bytes) -> None:
-        if len(data) < self.index_min_bytes:
-            return
-        if isinstance(content, PromotedJson):  # its index was made as it was written
-            if content.index is not None:
-                self.index_put_sync(str(blob_id), content.index)
-            return
-        is_text = isinstance(content, Text)
-        value = None if is_text else content.value  # type: ignore[union-attr]
         # A cache: when it cannot be made here, readers make it from the blob if they need it.
-        with contextlib.suppress(OSError, ValueError, TypeError, RecursionError, MemoryError):
-            index = index_for(data, value, is_text=is_text)
-            if index is not None:
-                self.index_put_sync(str(blob_id), index)
+        index = index_of_stored(content, data, min_bytes=self.index_min_bytes)
+        if index is not None:
+            self.index_put_sync(str(blob_id), index)
 
     @staticmethod
     def _index_name(name: str) -> str:

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from core.agent.policy import Policy
 from core.content import Content, Structured, Text
 from core.inspect_tool import InspectError, inspect_blob, render_inspect
+from core.json_values import dumps_for_storage
 from core.selectors import Key, SelectorError, explain, parse_selector
 from core.store import FsBlobStore
 from core.store.index import INDEX_FOLDER, index_path
@@ -66,7 +67,10 @@ def put_in_state(store: FsBlobStore, blob_id: uuid.UUID, state: str) -> None:
         path.unlink()
     elif state == "stale":  # another blob's index under this name: another size
         other = FsBlobStore(store.root.parent / "other", index_min_bytes=0)
-        other.put_sync(OTHER_BLOB, Structured(["another", "blob"]))
+        value = ["another", "blob"]
+        if len(dumps_for_storage(value)) == store.size_sync(blob_id):  # (sizes tell them apart)
+            value.append("!")
+        other.put_sync(OTHER_BLOB, Structured(value))
         shutil.copy(index_path(other.root, OTHER_BLOB), path)
     elif state == "damaged":
         path.write_bytes(path.read_bytes()[:-3])

@@ -86,7 +86,7 @@ def write_index(root: Path, name: str, data: bytes) -> bool:
     take it (a read-only store, a full disk), which costs readers speed only."""
     folder = root / INDEX_FOLDER
     try:
-        folder.mkdir(exist_ok=True)
+        folder.mkdir(parents=True, exist_ok=True)
         fd, temp = tempfile.mkstemp(dir=folder, prefix=TEMP_PREFIX)
     except OSError:
         return False
@@ -106,7 +106,7 @@ def can_write(root: Path) -> bool:
     building one that would be thrown away)."""
     folder = root / INDEX_FOLDER
     try:
-        folder.mkdir(exist_ok=True)
+        folder.mkdir(parents=True, exist_ok=True)
     except OSError:
         return False
     return os.access(folder, os.W_OK | os.X_OK)
