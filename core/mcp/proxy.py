@@ -70,11 +70,11 @@ _RAW: TypeAdapter[dict[str, Any]] = TypeAdapter(dict[str, Any])
 # A wrapped server that pages its tools endlessly must not hang tools/list.
 _MAX_TOOL_PAGES = 100
 # The progress notifications of a call reach the agent through the call itself.
+_NOT_FORWARDED = frozenset({"notifications/progress", "notifications/cancelled"})
 _READ_SIZE = 1 << 16
 # How long the calls a dead server left get to be answered (with its error) before the
 # proxy ends, in seconds.
 _GRACE = 2.0
-_NOT_FORWARDED = frozenset({"notifications/progress", "notifications/cancelled"})
 
 
 class Recorder(Protocol):
@@ -88,7 +88,7 @@ class Recorder(Protocol):
 
 
 class ProxyError(Exception):
-    """The wrapped server could not be started or did not answer the handshake."""
+    """The wrapped server could not be started, did not answer the handshake, or exited."""
 
 
 # -- the agent's side ---------------------------------------------------------------------
@@ -111,12 +111,15 @@ class _Agent:
     async def watch(self, ctx: ServerRequestContext[Any], call_next: Any) -> Any:
         """Server middleware: notes when the agent has connected, and in which era."""
         result = await call_next(ctx)
-        if not self.connected.is_set():
-            if ctx.method == "notifications/initialized":
+        # Connected: initialized, or a request (from a client that skips initialized).
+        if (
+            not self.connected.is_set()
+            and ctx.method != "initialize"
+            and (ctx.method == "notifications/initialized" or ctx.request_id is not None)
+        ):
+            if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
                 self.session = ctx.session
-                self.connected.set()
-            elif ctx.request_id is not None and ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
-                self.connected.set()
+            self.connected.set()
         return result
 
     async def list_roots(self, context: ClientRequestContext) -> types.ListRootsResult | Any:
@@ -179,7 +182,10 @@ class _Recording:
         if self._recorder is None:
             return
         async for call in self._receive:
-            await anyio.to_thread.run_sync(self._recorder.record_call, *call)
+            try:
+                await anyio.to_thread.run_sync(self._recorder.record_call, *call)
+            except Exception as error:  # noqa: BLE001 (it promises not to; the agent goes on)
+                print(f"blobviewer proxy: a call was not recorded: {error}", file=sys.stderr)
 
     def finish(self) -> None:
         """Record what is still queued and close the recorder (blocking: at exit)."""
@@ -353,10 +359,8 @@ class Proxy:
     async def _subscribe(
         self, ctx: ServerRequestContext[Any], params: types.SubscribeRequestParams
     ) -> dict[str, Any]:
-        uri = params.uri
-        return await self._request(
-            types.SubscribeRequest(params=types.SubscribeRequestParams(uri=uri))
-        )
+        request = types.SubscribeRequest(params=types.SubscribeRequestParams(uri=params.uri))
+        return await self._request(request)
 
     async def _unsubscribe(
         self, ctx: ServerRequestContext[Any], params: types.UnsubscribeRequestParams
@@ -373,8 +377,9 @@ class Proxy:
         """Send *request* to the wrapped server; its result as the wire's dict. The agent's
         `_meta` is not passed on: it may hold the agent's protocol envelope, which a
         server of another era refuses, and the progress token is the proxy's own."""
+        if self._in_flight == 0:
+            self._idle = anyio.Event()
         self._in_flight += 1
-        self._idle = anyio.Event() if self._in_flight == 1 else self._idle
         try:
             result = await self._wrapped.session.send_request(
                 request, _RAW, progress_callback=progress

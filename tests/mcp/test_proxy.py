@@ -268,6 +268,23 @@ def test_an_image_passes_untouched_beside_a_promoted_text(results: Session):
     assert isinstance(link, types.ResourceLink) and link.uri == f"blob://{blob_id}"
 
 
+def test_a_result_that_cannot_be_stored_is_a_tool_error_and_the_proxy_goes_on(tmp_path: Path):
+    (tmp_path / "a-file").write_text("not a folder")
+    parameters = proxy_parameters(tmp_path / "a-file" / "blobs", RESULTS)
+
+    async def scenario() -> tuple[types.CallToolResult, types.CallToolResult]:
+        async with Client(parameters, read_timeout_seconds=WAIT) as client:
+            big = await client.call_tool("big_text", {"kb": 5})
+            return big, await client.call_tool("small", {"text": "still here"})
+
+    big, small = anyio.run(scenario)
+    assert big.is_error is True
+    (message,) = _texts(big)
+    assert message.startswith("the result of big_text could not be stored: ")
+    assert "\n" not in message
+    assert _texts(small) == ["still here"]
+
+
 # -- inspect and blob:// resources --------------------------------------------------------
 
 
