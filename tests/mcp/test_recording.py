@@ -199,12 +199,13 @@ def test_a_promoted_call_uploads_the_log_and_its_blob_before_close(
     recorder.record_call("read_file", {"path": "big.txt"}, summary, [blob_id], False)
 
     wait_for(lambda: Session.objects.filter(id=recorder.session_id).exists(), what="upload")
+    temp_log = recorder.log_path
+    recorder.close()  # nothing new to send; and the server is done with the upload
+
     session = Session.objects.get(id=recorder.session_id)
     assert session.owner == token[0].user
     assert Item.objects.filter(session=session).count() == 2
     assert blob_store().load_sync(blob_id) == Text(BIG_TEXT)
-    temp_log = recorder.log_path
-    recorder.close()
     assert not temp_log.exists()  # all uploaded: the temporary copy goes
 
 
