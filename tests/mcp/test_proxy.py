@@ -7,6 +7,7 @@ when called directly.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -31,6 +32,7 @@ from core.inspect_tool import (
     inspect_blob,
 )
 from core.json_values import parse_json
+from core.mcp.result_promotion import promote_result
 from core.store import FsBlobStore
 from core.store.blob_id import parse_blob_id
 from core.summary import summarize
@@ -641,3 +643,93 @@ def test_the_proxy_ends_with_its_server(tmp_path: Path, how: str):
         proxy.kill()
         proxy.wait()
     assert marker.read_text() == "ended"
+
+
+# -- the promotion rules, on results as the wire carries them -----------------------------
+
+BIG = "".join(f"entry {number}: some output of a tool\n" for number in range(200))
+ROWS = {"rows": [{"id": number, "name": f"row {number}"} for number in range(100)], "n": 100}
+
+
+def _promote(tmp_path: Path, raw: dict[str, Any]) -> tuple[Any, FsBlobStore]:
+    store = FsBlobStore(tmp_path / "blobs")
+    return promote_result(raw, store), store
+
+
+def _summary_and_blob(promoted: Any, store: FsBlobStore) -> tuple[str, Any]:
+    (blob_id,) = promoted.blob_ids
+    return promoted.result["content"][0]["text"], store.load_sync(blob_id)
+
+
+def test_a_result_with_nothing_to_promote_is_returned_as_it_is(tmp_path: Path):
+    raw = {"content": [{"type": "text", "text": "small"}], "structuredContent": {"a": 1}}
+    promoted, _ = _promote(tmp_path, raw)
+    assert promoted.result is raw and promoted.blob_ids == () and promoted.text == "small"
+
+
+def test_text_blocks_are_joined_by_newlines_into_one_blob(tmp_path: Path):
+    half = BIG[: len(BIG) // 2]
+    raw = {"content": [{"type": "text", "text": half}, {"type": "text", "text": half}]}
+    promoted, store = _promote(tmp_path, raw)
+    summary, blob = _summary_and_blob(promoted, store)
+    assert blob == Text(f"{half}\n{half}")
+    assert [block["type"] for block in promoted.result["content"]] == ["text", "resource_link"]
+    assert promoted.text == summary
+
+
+def test_the_sdks_json_copy_of_big_structured_content_is_not_stored_twice(tmp_path: Path):
+    raw = {
+        "content": [{"type": "text", "text": json.dumps(ROWS, indent=2)}],
+        "structuredContent": ROWS,
+    }
+    promoted, store = _promote(tmp_path, raw)
+    summary, blob = _summary_and_blob(promoted, store)
+    assert blob == Structured(ROWS)
+    assert "structuredContent" not in promoted.result
+    assert [block["type"] for block in promoted.result["content"]] == ["text", "resource_link"]
+
+
+def test_a_different_small_text_beside_big_structured_content_is_kept(tmp_path: Path):
+    note = {"type": "text", "text": "100 rows, from the cache"}
+    promoted, store = _promote(tmp_path, {"content": [note], "structuredContent": ROWS})
+    summary, blob = _summary_and_blob(promoted, store)
+    assert blob == Structured(ROWS)
+    assert promoted.result["content"][:2] == [{"type": "text", "text": summary}, note]
+
+
+def test_small_structured_content_beside_a_big_text_is_kept(tmp_path: Path):
+    raw = {"content": [{"type": "text", "text": BIG}], "structuredContent": {"lines": 200}}
+    promoted, store = _promote(tmp_path, raw)
+    _, blob = _summary_and_blob(promoted, store)
+    assert blob == Text(BIG)
+    assert promoted.result["structuredContent"] == {"lines": 200}
+
+
+@pytest.mark.parametrize("key", ["result", "content"])
+def test_structured_content_that_wraps_the_text_is_stored_as_that_text(tmp_path: Path, key: str):
+    raw = {"content": [{"type": "text", "text": BIG}], "structuredContent": {key: BIG}}
+    promoted, store = _promote(tmp_path, raw)
+    summary, blob = _summary_and_blob(promoted, store)
+    assert blob == Text(BIG)
+    assert summary.splitlines()[0].endswith("] text | 200 lines")
+    assert "structuredContent" not in promoted.result
+
+
+def test_other_blocks_keep_their_places_and_an_error_stays_an_error(tmp_path: Path):
+    audio = {"type": "audio", "data": "UklGRg==", "mimeType": "audio/wav"}
+    embedded = {
+        "type": "resource",
+        "resource": {"uri": "file:///a.txt", "mimeType": "text/plain", "text": BIG},
+    }
+    raw = {
+        "content": [audio, {"type": "text", "text": BIG}, embedded],
+        "isError": True,
+        "_meta": {"vendor": 1},
+    }
+    promoted, store = _promote(tmp_path, raw)
+    (blob_id,) = promoted.blob_ids
+    assert store.load_sync(blob_id) == Text(BIG)
+    content = promoted.result["content"]
+    assert content[0] is audio and content[2] is embedded
+    assert content[1]["text"].startswith("[blob:") and content[3]["type"] == "resource_link"
+    assert promoted.result["isError"] is True and promoted.result["_meta"] == {"vendor": 1}
