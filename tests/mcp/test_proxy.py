@@ -510,6 +510,26 @@ def test_the_servers_roots_requests_get_the_agents_roots(tmp_path: Path):
     assert _texts(result) == ["file:///work/project\nfile:///tmp"]
 
 
+@pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")  # roots, in MCP 2026-07-28
+def test_the_agents_roots_changes_reach_the_server(tmp_path: Path, monkeypatch):
+    noted = tmp_path / "roots-changed"
+    monkeypatch.setenv("ROOTS_CHANGED_FILE", str(noted))
+
+    async def list_roots(context: Any) -> types.ListRootsResult:
+        return types.ListRootsResult(roots=[types.Root(uri="file:///srv")])
+
+    async def scenario() -> None:
+        options = {"mode": "legacy", "list_roots_callback": list_roots}
+        async with proxied(tmp_path, ROOTS, **options) as client:
+            await client.session.send_roots_list_changed()
+            with anyio.fail_after(WAIT):
+                while not noted.exists():
+                    await anyio.sleep(0.05)
+
+    anyio.run(scenario)
+    assert noted.read_text() == "changed\n"
+
+
 @pytest.mark.parametrize(
     ("mode", "why"),
     [
