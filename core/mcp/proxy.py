@@ -29,7 +29,7 @@ import signal
 import stat
 import sys
 import warnings
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -549,11 +549,21 @@ class _StdinLines:
         return self._lines()
 
     async def _lines(self) -> AsyncIterator[str]:
-        read = self._read_when_readable
         if stat.S_ISREG(os.fstat(self._fd).st_mode):
-            read = self._read_on_a_thread
-        else:
-            os.set_blocking(self._fd, False)
+            async for line in self._split(self._read_on_a_thread):
+                yield line
+            return
+        # The flag belongs to the open file, which a terminal shares with the shell.
+        was_blocking = os.get_blocking(self._fd)
+        os.set_blocking(self._fd, False)
+        try:
+            async for line in self._split(self._read_when_readable):
+                yield line
+        finally:
+            os.set_blocking(self._fd, was_blocking)
+
+    @staticmethod
+    async def _split(read: Callable[[], Awaitable[bytes]]) -> AsyncIterator[str]:
         pending = bytearray()
         while chunk := await read():
             pending += chunk
