@@ -4,6 +4,7 @@
   `blob://<id>` resources.
 - core.mcp.result_promotion: a tool result from an MCP server, promoted as the Worker
   promotes a tool output (SPEC 2.3, 2.4).
+- core.mcp.wire: results as the wire's dicts, valid in both protocol eras.
 - core.mcp.server: `python -m core mcp serve`, a stdio server exposing `inspect`.
 - core.mcp.proxy: `python -m core mcp proxy`, a stdio server in front of another one.
 - core.mcp.recording: the session log of a proxy run, and its upload.
