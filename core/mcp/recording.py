@@ -47,7 +47,7 @@ UPLOAD_TIMEOUT = httpx.Timeout(30.0, connect=5.0)
 TITLE_MAX_CHARS = 200
 _PREFIX = "blobviewer mcp proxy"
 # What one POST came to.
-_ACCEPTED, _REFUSED, _UNREACHABLE = "accepted", "refused", "unreachable"
+_ACCEPTED, _REFUSED, _TOO_LARGE, _UNREACHABLE = "accepted", "refused", "too large", "unreachable"
 
 
 class ProxyRecorder:
@@ -256,6 +256,19 @@ class _Uploader:
         everything, posted = True, False
         for batch in _batches(self._store, pending, self._dropped):
             outcome = self._post(log, batch)
+            if outcome == _TOO_LARGE:
+                # Over the server's upload limit: each blob alone, and one that is
+                # refused even alone is left out (it would be refused at every retry,
+                # and the log with it); the site shows it missing.
+                outcomes = [self._post(log, [blob]) for blob in batch]
+                for blob, alone in zip(batch, outcomes, strict=True):
+                    if alone == _TOO_LARGE:
+                        self._dropped(blob[0], "larger than the server takes in one upload")
+                kept = [alone for alone in outcomes if alone != _TOO_LARGE]
+                if not kept:
+                    continue
+                worst = [o for o in (_UNREACHABLE, _REFUSED) if o in kept]
+                outcome = worst[0] if worst else _ACCEPTED
             if outcome == _UNREACHABLE:
                 return False  # the next batches would not get through either
             everything = everything and outcome == _ACCEPTED
@@ -280,7 +293,7 @@ class _Uploader:
             lines = response.text.strip().splitlines()
             answer = lines[0][:300] if lines else ""
             self._failed(f"upload to {self._url} refused: {response.status_code} {answer}")
-            return _REFUSED
+            return _TOO_LARGE if response.status_code == 413 else _REFUSED
         with self._lock:
             for blob_id, _, _ in blobs:
                 self._pending.pop(blob_id, None)
@@ -290,8 +303,8 @@ class _Uploader:
             _say(f"upload to {self._url} works again")
         return _ACCEPTED
 
-    def _dropped(self, blob_id: str, error: BlobStoreError) -> None:
-        # A blob the store cannot give back is never going to upload: do not retry it.
+    def _dropped(self, blob_id: str, error: BlobStoreError | str) -> None:
+        # A blob the store cannot give back, or the server never takes, is not retried.
         with self._lock:
             self._pending.pop(blob_id, None)
         self._warn(f"blob {blob_id} is not uploaded: {error}")

@@ -284,3 +284,23 @@ def test_a_blob_the_store_lost_is_said_once_and_the_log_still_goes(
 
     assert f"blob {lost} is not uploaded" in capsys.readouterr().err
     assert Item.objects.filter(session_id=recorder.session_id).count() == 2
+
+
+def test_a_blob_over_the_servers_upload_limit_is_left_out_and_the_rest_goes(
+    live_server, data_dir, token, agent_store, settings, capsys
+):
+    settings.BLOBVIEWER_UPLOAD_MAX_BYTES = 40_000
+    big_summary, big_blob = promoted(agent_store, BIG_TEXT)  # about 60 KB
+    small_summary, small_blob = promoted(agent_store, BIG_TEXT[:3000])
+    recorder = ProxyRecorder(agent_store, None, api_url(live_server), token[1], COMMAND)
+
+    recorder.record_call("read_file", {"path": "big"}, big_summary, [big_blob], False)
+    recorder.record_call("read_file", {"path": "small"}, small_summary, [small_blob], False)
+    recorder.close()
+
+    assert f"blob {big_blob} is not uploaded: larger than the server takes" in (
+        capsys.readouterr().err
+    )
+    assert Item.objects.filter(session_id=recorder.session_id).count() == 4
+    assert blob_store().load_sync(small_blob) == Text(BIG_TEXT[:3000])
+    assert Blob.objects.get(id=big_blob).missing
