@@ -41,8 +41,8 @@ from core.store.errors import BlobStoreError
 # with the log. A blob larger than that goes alone.
 UPLOAD_MAX_BLOBS = 100
 UPLOAD_BLOB_BYTES = 16 * 1024 * 1024
-# A server that accepts the connection and then says nothing must not hold up close()
-# for long: an agent that stops the proxy waits a few seconds before it kills it.
+# How long an upload waits for a server that accepted the connection and says nothing
+# (ingesting a big upload takes the server a while); the agent's calls never wait for it.
 UPLOAD_TIMEOUT = httpx.Timeout(30.0, connect=5.0)
 TITLE_MAX_CHARS = 200
 _PREFIX = "blobviewer mcp proxy"
