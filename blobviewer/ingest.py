@@ -63,7 +63,7 @@ from blobviewer.importers import (
     sniff,
 )
 from blobviewer.models import Blob, BlobRef, Item, PrunedSession, Session
-from blobviewer.provenance import link_made_by, made_by_titles
+from blobviewer.provenance import link_made_by, made_blob, made_by_titles
 from blobviewer.retention import session_pruned_message
 from blobviewer.search import index_session
 from blobviewer.session_facts import (
@@ -430,7 +430,10 @@ def ingest_session(
             # A first ingest knows every item of the session: its facts and totals come
             # from them, not from reading the rows back (checked under the lock: the
             # plan was made before it).
-            first = plan.first and not Item.objects.filter(session_id=session_id).exists()
+            # A session this transaction inserted has no items but these.
+            first = plan.new_session or (
+                plan.first and not Item.objects.filter(session_id=session_id).exists()
+            )
             if first:
                 set_new_session_facts(
                     session, new_items, recorded_start=recorded_start, status=status
@@ -441,7 +444,7 @@ def ingest_session(
             written_items = [*new_items, *rederived]
             # Which step made each blob: a new blob's row is inserted with its maker;
             # older ones are linked after (a rebuild's re-created items, again).
-            new_blobs = [row.id for row in blobs.new]
+            new_blobs = {row.id for row in blobs.new}
             for blob_id, (maker, title) in made_by_titles(
                 session, written_items, new_blobs
             ).items():
@@ -455,7 +458,9 @@ def ingest_session(
                 ("item_id", "session_id", "blob_id"),
                 [(item_id, session_id, blob_id) for item_id, blob_id in refs],
             )
-            link_made_by(session, written_items)
+            made = {made_blob(item.type, item.tool, item.output) for item in written_items}
+            if not made - {None} <= new_blobs:  # blobs that already had rows: linked now
+                link_made_by(session, written_items)
             if first:
                 _set_totals(session, new_items, {blob_id for _, blob_id in refs})
                 session.save(update_fields=[*_TOTAL_FIELDS, *FACT_FIELDS, "updated_at"])
@@ -1043,12 +1048,25 @@ def _storable(text: str) -> str:
 
 
 def _storable_json(value: Any) -> Any:
+    """*value* with _storable strings (and keys). Most values have nothing to replace:
+    orjson, which refuses a lone surrogate, writes them without a NUL (escaped `\\u0000`)
+    many times faster than this function walks them, and they come back as they are."""
+    if isinstance(value, list | dict):
+        try:
+            if b"\\u0000" not in orjson.dumps(value):
+                return value
+        except TypeError:  # a lone surrogate, a key that is no string, a huge int
+            pass
+    return _storable_walk(value)
+
+
+def _storable_walk(value: Any) -> Any:
     if isinstance(value, str):
         return _storable(value)
     if isinstance(value, list):
-        return [_storable_json(v) for v in value]
+        return [_storable_walk(v) for v in value]
     if isinstance(value, dict):
-        return {_storable(str(k)): _storable_json(v) for k, v in value.items()}
+        return {_storable(str(k)): _storable_walk(v) for k, v in value.items()}
     return value
 
 

@@ -189,7 +189,7 @@ def index_items(items: Iterable[Item]) -> int:
     items = list(items)
     if not items:
         return 0
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):
         for batch in _batches([item.pk for item in items], _IDS):
             SearchChunk.objects.filter(item_id__in=batch).delete()
         writer = _ChunkWriter()
@@ -210,7 +210,7 @@ def index_title(session: Session) -> None:
     )
     if current == ([title] if title else []):
         return
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):
         SearchChunk.objects.filter(session_id=session.pk, source=Source.TITLE).delete()
         if title:
             SearchChunk.objects.create(
@@ -275,7 +275,7 @@ def index_pending_blobs(*, store: BlobStore, blob_ids: Any = None) -> int:
         blobs = blobs.filter(pk__in=blob_ids)
     pending = list(blobs.values_list("pk", flat=True))
     done = 0
-    with transaction.atomic():  # one disk sync, not one per blob
+    with transaction.atomic(savepoint=False):  # one disk sync, not one per blob
         texts: dict[uuid.UUID, tuple[str, int]] = {}
         size = 0
         for blob_id in pending:
@@ -297,7 +297,7 @@ def index_blob(blob: Blob, *, store: BlobStore) -> SearchedBlob | None:
     read = _blob_text(blob.pk, store=store)
     if read is None:
         return None
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):
         SearchedBlob.objects.filter(blob_id=blob.pk).delete()
         _write_blob_chunks({blob.pk: read})
     return SearchedBlob.objects.get(blob_id=blob.pk)

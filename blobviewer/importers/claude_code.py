@@ -33,7 +33,6 @@ one of its lines records it.
 
 from __future__ import annotations
 
-import json
 import re
 import uuid
 from pathlib import Path
@@ -47,6 +46,7 @@ from blobviewer.importers.recording import (
     first_line,
     header,
     iso_time,
+    load_json,
     parse_arguments,
     text_of,
     token_count,
@@ -95,7 +95,7 @@ def load(path: Path, data: bytes) -> Recording:
         if not raw.strip():
             continue
         try:
-            entry = json.loads(raw)
+            entry = load_json(raw)
         except (ValueError, RecursionError) as error:
             if number == len(lines) and not data.endswith(b"\n"):
                 break  # a torn last line: the recorder was still writing

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from blobviewer.importers import claude_code, codex, gemini, openai_chat, openhands, swe_agent
-from blobviewer.importers.recording import Recording, RecordingError, UnknownFormat
+from blobviewer.importers.recording import Recording, RecordingError, UnknownFormat, load_json
 from core.agent.history import ITEM_TYPES
 
 OUR_FORMAT = "blobviewer"
@@ -41,7 +40,7 @@ def sniff(path: Path, data: bytes) -> tuple[str, Any]:
         raise UnknownFormat(path, None, "empty file")
     first_line, _, _ = text.partition(b"\n")
     try:
-        first = json.loads(first_line)
+        first = load_json(first_line)
     except (ValueError, RecursionError):
         first = None
     if isinstance(first, dict) and (
@@ -60,7 +59,7 @@ def sniff(path: Path, data: bytes) -> tuple[str, Any]:
     ):
         return openhands.FORMAT, None
     try:
-        document = json.loads(data)
+        document = load_json(data)
     except (ValueError, RecursionError):
         if first is not None:
             raise UnknownFormat(path, 1, "JSON Lines of an unknown kind of recording") from None

@@ -8,11 +8,10 @@ passed over.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from blobviewer.importers.recording import RecordingError
+from blobviewer.importers.recording import RecordingError, load_json
 
 
 def read_json_lines(path: Path, data: bytes) -> list[tuple[int, dict[str, Any]]]:
@@ -28,7 +27,7 @@ def read_json_lines(path: Path, data: bytes) -> list[tuple[int, dict[str, Any]]]
         if not raw.strip():
             continue
         try:
-            value = json.loads(raw)
+            value = load_json(raw)
         except (ValueError, RecursionError) as error:
             if number == len(lines):  # no newline after it: still being written
                 break

@@ -10,6 +10,7 @@ recognises the items it already recorded (see blobviewer.ingest). Set the source
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import uuid
@@ -18,6 +19,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 # Session ids of imported recordings are derived from their content, so importing the
 # same file again (from any path, or after it grew) finds the same session.
@@ -44,6 +47,24 @@ class Recording:
     format: str
     header: dict[str, Any]  # id, created_at, title, model, meta, status
     records: list[dict[str, Any]] = field(default_factory=list)
+
+
+# Nine digits in a row and more (a run of 19 after _DIGITS) may be an integer past 64 bits,
+# which orjson reads as a float; json reads it exactly.
+_DIGITS = bytes.maketrans(b"123456789", b"000000000")
+_LONG_NUMBER = b"0" * 19
+
+
+def load_json(raw: bytes) -> Any:
+    """`json.loads(raw)`: the same value, or the same error, about three times faster.
+
+    orjson reads most recordings' JSON exactly as json does (floats too); what it reads
+    otherwise (an integer past 64 bits) or refuses (NaN, a lone surrogate, a byte order
+    mark, UTF-16) goes to json, so values and error messages stay json's own."""
+    if _LONG_NUMBER not in raw.translate(_DIGITS):
+        with contextlib.suppress(orjson.JSONDecodeError):
+            return orjson.loads(raw)
+    return json.loads(raw)
 
 
 def canonical_digest(value: Any) -> str:
