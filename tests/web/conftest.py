@@ -17,6 +17,7 @@ from blobviewer.models import ApiToken
 from core.content import Structured, Text
 from core.store import BlobStore, FsBlobStore
 from core.store.blob_id import BlobId
+from core.store.s3 import S3BlobStore
 from web.records import SampleSession, record_sample_session
 
 
@@ -34,6 +35,20 @@ def store(data_dir: Path, blob_backend: str, request: pytest.FixtureRequest) -> 
     if blob_backend == "s3":
         request.getfixturevalue("s3_site")
     return blob_store()
+
+
+@pytest.fixture
+def write_raw_blob(store: BlobStore) -> Callable[[str, bytes], None]:
+    """Put bytes under a blob's name (`<id>.txt`) in the site's store the way a writer that
+    goes around the store would: a damaged blob, or an agent writing straight into it."""
+
+    def write(name: str, data: bytes) -> None:
+        if isinstance(store, S3BlobStore):
+            store.objects_root.put(name, data)
+        else:
+            (Path(store.root) / name).write_bytes(data)  # type: ignore[attr-defined]
+
+    return write
 
 
 @pytest.fixture

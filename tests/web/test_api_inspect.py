@@ -13,6 +13,12 @@ from core.inspect_tool import InspectError, inspect_blob
 pytestmark = pytest.mark.django_db
 
 
+@pytest.fixture(params=["fs", "s3"])
+def blob_backend(request: pytest.FixtureRequest) -> str:
+    """Every test that uses the site's store runs on a folder and on object storage."""
+    return request.param
+
+
 @pytest.mark.parametrize("selector", [None, "lines:2-5", "grep:module_1[0-9]\\b", "lines:290-"])
 def test_it_returns_exactly_what_inspect_returns_for_a_text(
     logged_in_client, sample_session, store, selector

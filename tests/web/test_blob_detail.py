@@ -15,6 +15,13 @@ from web.records import ISSUES
 
 pytestmark = pytest.mark.django_db
 
+
+@pytest.fixture(params=["fs", "s3"])
+def blob_backend(request: pytest.FixtureRequest) -> str:
+    """Every test that uses the site's store runs on a folder and on object storage."""
+    return request.param
+
+
 HTMX = {"HX-Request": "true"}
 
 
@@ -182,10 +189,10 @@ def test_it_shows_a_referenced_blob_missing_from_the_store_as_missing(logged_in_
         assert b"the store does not have it" in response.content
 
 
-def test_it_picks_up_a_blob_that_reached_the_store_after_ingest(logged_in_client, store):
+def test_it_picks_up_a_blob_that_reached_the_store_after_ingest(logged_in_client, write_raw_blob):
     blob_id = uuid.UUID("01900000-0000-7000-8000-000000000003")
     Blob.objects.create(id=blob_id, missing=True)
-    (store.root / f"{blob_id}.txt").write_text("now here\n")
+    write_raw_blob(f"{blob_id}.txt", b"now here\n")
 
     html = logged_in_client.get(url(blob_id)).content.decode()
 
@@ -194,9 +201,9 @@ def test_it_picks_up_a_blob_that_reached_the_store_after_ingest(logged_in_client
     assert Blob.objects.get(id=blob_id).missing
 
 
-def test_it_shows_a_damaged_blob_as_an_error_not_a_500(logged_in_client, store):
+def test_it_shows_a_damaged_blob_as_an_error_not_a_500(logged_in_client, write_raw_blob):
     blob_id = uuid.UUID("01900000-0000-7000-8000-000000000004")
-    (store.root / f"{blob_id}.json").write_text("[1, 2,")
+    write_raw_blob(f"{blob_id}.json", b"[1, 2,")
 
     response = logged_in_client.get(url(blob_id))
 
@@ -204,9 +211,9 @@ def test_it_shows_a_damaged_blob_as_an_error_not_a_500(logged_in_client, store):
     assert b"The store cannot read this blob" in response.content
 
 
-def test_it_shows_a_text_blob_that_is_not_utf8_as_an_error(logged_in_client, store):
+def test_it_shows_a_text_blob_that_is_not_utf8_as_an_error(logged_in_client, write_raw_blob):
     blob_id = uuid.UUID("01900000-0000-7000-8000-000000000005")
-    (store.root / f"{blob_id}.txt").write_bytes(b"ok\n\xff\xfe broken\n")
+    write_raw_blob(f"{blob_id}.txt", b"ok\n\xff\xfe broken\n")
 
     response = logged_in_client.get(url(blob_id))
 

@@ -11,6 +11,12 @@ from django.urls import reverse
 pytestmark = pytest.mark.django_db
 
 
+@pytest.fixture(params=["fs", "s3"])
+def blob_backend(request: pytest.FixtureRequest) -> str:
+    """Every test that uses the site's store runs on a folder and on object storage."""
+    return request.param
+
+
 def body(response) -> bytes:
     return b"".join(response.streaming_content)
 
