@@ -88,6 +88,16 @@ def test_batches_of_keys_and_entries_keep_their_offsets_across_batches(tmp_path:
     assert obj.index == index_from_file(tmp_path, obj.data)
 
 
+def test_names_holding_quotes_commas_and_backslashes_are_written_as_orjson_writes_them(
+    tmp_path: Path,
+) -> None:
+    """`x",` followed by another name reads `x\\","y`, where `","` is not between names."""
+    value = {'x",': 1, "y": 2, '","': 3, "\\": 4, 'é"': [5], "": 6, "\n": 7}
+    content = promoted(orjson.dumps(value).decode())
+    assert bytes(content.data) == orjson.dumps(value)
+    assert content.index == index_from_file(tmp_path, content.data)
+
+
 def test_keys_that_share_a_crc_are_two_keys_not_a_repeated_one(tmp_path: Path) -> None:
     first, second = SAME_CRC
     content = promoted(orjson.dumps({first: 1, "x": [2], second: 3}).decode())

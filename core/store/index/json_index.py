@@ -278,6 +278,8 @@ class _FromValue:
 _BATCH = 1024
 _after_comma = (1).__add__
 _before = (-1).__add__
+_plus_three = (3).__add__
+_plus_four = (4).__add__
 
 
 _UTF8 = operator.methodcaller("encode", "utf-8", "surrogatepass")  # as encode_text, in C
@@ -361,10 +363,17 @@ class JsonWriter:
             return
         dumps = orjson.dumps
         size = len(keys)
-        # `"k1":v1,"k2":v2,`: the names' JSON without their quotes, from one list.
-        cores = dumps(keys)[2:-2].split(b'","')
-        if len(cores) != size:  # a name's JSON holds `","`
+        # `"k1":v1,"k2":v2,`: the names' JSON without their quotes, from one list. Without
+        # a backslash no name holds a quote, so `","` only comes between names, and each
+        # name's JSON is its UTF-8.
+        names = dumps(keys)
+        plain = b"\\" not in names
+        if plain:
+            cores = names[2:-2].split(b'","')
+            crcs = map(zlib.crc32, cores)  # name_hash, in C
+        else:
             cores = [dumps(key)[1:-1] for key in keys]
+            crcs = map(zlib.crc32, map(_UTF8, keys))
         parts: list[bytes] = [b'"', b"", b'":', b""] * size
         parts[1::4] = cores
         parts[3::4] = pieces = list(map(dumps, values))
@@ -372,21 +381,24 @@ class JsonWriter:
         parts.append(b",")
         at = self.size
         self.write(b"".join(parts))
-        self.crcs.extend(map(zlib.crc32, map(_UTF8, keys)))  # name_hash, in C
+        self.crcs.extend(crcs)
         done = self.count
         self.count += size
         # Key offsets are kept even without an index: a repeated name is found by them.
-        starts = list(itertools.accumulate(map(len, parts), initial=at))
+        # An entry is `"name":value,`, 4 bytes more than its name's and value's JSON.
+        name_sizes = list(map(len, cores))
+        sizes = map(operator.add, name_sizes, map(len, pieces))
+        quotes = list(itertools.accumulate(map(_plus_four, sizes), initial=at))
         flat = [0] * (3 * size)
-        flat[0::3] = map(_before, starts[1 : 4 * size : 4])  # each name's quote
-        flat[1::3] = starts[3 : 4 * size : 4]
+        flat[0::3] = quotes[:-1]
+        flat[1::3] = values_at = list(map(operator.add, quotes, map(_plus_three, name_sizes)))
         flat[2::3] = _kinds_and_counts(values)
         self._record(flat)
         if self.layout is not None and max(map(len, pieces)) >= CHILD_MIN:
             for number in range(size):
                 item, piece = values[number], pieces[number]
                 if isinstance(item, list | dict) and len(piece) >= CHILD_MIN:
-                    self._child(done + number, item, starts[4 * number + 3])
+                    self._child(done + number, item, values_at[number])
 
     def _record(self, numbers: list[int]) -> None:
         try:
