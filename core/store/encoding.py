@@ -29,7 +29,7 @@ def encode_content(content: Content) -> tuple[bytes, BlobKind]:
     if isinstance(content, Text):
         return encode_text(content.text), "text"
     if isinstance(content, PromotedJson):  # already written, entry by entry
-        return bytes(content.data), "json"
+        return content.data, "json"  # type: ignore[return-value]  # bytes or bytearray
     if isinstance(content, Structured):
         try:
             return dumps_for_storage(content.value), "json"
@@ -54,12 +54,15 @@ def decode_content(blob_id: object, kind: BlobKind, data: bytes) -> Content:
 
 def index_of_stored(content: Content, data: bytes, *, min_bytes: int) -> bytes | None:
     """The index to keep beside a blob just stored as *data* (core.store.index), or None:
-    a blob under *min_bytes*, a promoted JSON (readers make its index from the blob on
-    first use), or one whose index cannot be made here. Never raises: it is a cache."""
+    a blob under *min_bytes*, or one whose index cannot be made here (readers then make it
+    from the blob on first use). A promoted JSON brings the index made as it was written.
+    Never raises: it is a cache."""
     from core.store.index import index_for  # the index modules read through core.store.base
 
-    if len(data) < min_bytes or isinstance(content, PromotedJson):
+    if len(data) < min_bytes:
         return None
+    if isinstance(content, PromotedJson):
+        return content.index
     is_text = isinstance(content, Text)
     value: Any = None if is_text else content.value  # type: ignore[union-attr]
     with contextlib.suppress(ValueError, TypeError, RecursionError, MemoryError):

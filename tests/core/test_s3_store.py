@@ -20,6 +20,8 @@ from botocore.exceptions import ClientError
 
 from core.content import Structured, Text
 from core.inspect_tool import inspect_blob
+from core.json_stream import PromotedJson
+from core.promotion import admit_sync, promote
 from core.store import FsBlobStore, open_store
 from core.store.blob_id import new_blob_id
 from core.store.errors import BlobIOError, BlobNotFound, BlobStoreError, IndexUnusable
@@ -107,6 +109,30 @@ def test_blobs_and_indexes_are_the_file_stores_bytes_under_the_prefix(
     for key in expected:
         relative = key[len(prefix) + 1 :]
         assert raw(s3_place, key) == (fs.root / relative).read_bytes(), key
+    client = s3_place.client()
+    types = {
+        name: client.head_object(Bucket=s3_place.bucket, Key=key)["ContentType"]
+        for name, key in [
+            ("txt", f"{prefix}/{ids['txt']}.txt"),
+            ("json", f"{prefix}/{ids['json']}.json"),
+        ]
+    }
+    assert types == {"txt": "text/plain; charset=utf-8", "json": "application/json"}
+
+
+def test_a_promoted_big_json_keeps_the_index_made_as_it_was_written(
+    s3: S3BlobStore, s3_place: S3Place, tmp_path: Path
+) -> None:
+    output = orjson.dumps([{"n": n, "tag": f"item-{n}"} for n in range(80_000)]).decode()
+    promoted = promote(output)
+    assert isinstance(promoted.content, PromotedJson) and promoted.content.index
+    stored = admit_sync(promoted, s3)
+    blob_id = stored.text[len("[blob:") : stored.text.index("]")]
+    index_key = f"{s3_place.prefix}/.index/{blob_id}.idx"
+    assert raw(s3_place, index_key) == promoted.content.index
+    fs = FsBlobStore(tmp_path / "blobs")
+    fs.put_sync(blob_id, Structured(orjson.loads(output)))
+    assert inspect_blob(s3, blob_id, "slice:79990..") == inspect_blob(fs, blob_id, "slice:79990..")
 
 
 def test_seaweedfs_answers_412_to_the_losers_of_concurrent_conditional_puts(
