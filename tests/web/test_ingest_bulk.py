@@ -20,6 +20,8 @@ from django.core.management import call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone as django_timezone
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from blobviewer import ingest as ingest_module
 from blobviewer.bulk_insert import insert_objects, insert_rows
@@ -294,3 +296,33 @@ def test_times_are_stored_in_utc_as_the_orm_stores_them():
     insert_objects(Item, [Row(**fields)], exclude=("id",))
 
     assert Item.objects.get(session=session).at == moment.astimezone(UTC)
+
+
+# --- values the databases cannot hold ---------------------------------------------------------
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=False)
+    | st.text(alphabet=st.characters(codec=None, categories=None), max_size=6)
+    | st.sampled_from(["\x00", "a\x00b", "\ud800", "x\udfffy", "\\u0000", "ok"]),
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.dictionaries(
+            st.text(max_size=4) | st.sampled_from(["\x00k", "\udc80", "key"]), children, max_size=4
+        )
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(json_values)
+def test_tool_call_arguments_are_made_storable_as_a_walk_over_them_would(value):
+    walked = ingest_module._storable_walk(value)
+
+    made = ingest_module._storable_json(value)
+
+    assert made == walked
+    assert repr(made) == repr(walked)  # the same strings, keys and key order
