@@ -12,6 +12,11 @@ slots again every POLL_SECONDS, and then gets :class:`Busy` (the views answer 42
 as two processes do, and the kernel releases a lock when its holder exits, even by
 `kill -9`: a crash never leaves a slot taken. The lock files must not be deleted while
 the site runs (a new file would be a new, free lock); they are empty and need no backup.
+
+The limit is per host: the lock files stay in the local data directory even when blobs
+and session logs are in an object store (BLOBVIEWER_BLOBS), since a limit shared across
+hosts would need a lock service and each host's CPU and memory are its own anyway. Two
+hosts on one bucket may each run BLOBVIEWER_EXPENSIVE_CONCURRENCY evaluations.
 """
 
 from __future__ import annotations
