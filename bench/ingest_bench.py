@@ -14,9 +14,13 @@ temporary data folder and, when DATABASE_URL names PostgreSQL or a server answer
 
 Printed for each run: items/s of the ingest (files read and parsed, outputs promoted and
 stored as blobs, every row written), the ratio to the goal of 10,000 items/s, and the
-linearity (items/s at the largest size over items/s at the smallest). Search indexing of
+linearity (items/s at the largest size over items/s at the smallest), and items per
+CPU-second, which a busy machine changes less: this process's CPU, its workers' and, for
+a PostgreSQL server on this machine, that of the server process doing the database's
+work (read from its /proc). Search indexing of
 item and blob text, which ingest runs after each session's transaction, is timed apart and
-printed in MB/s beside it; the time given as "all" includes it. A phase split says where
+printed in MB/s beside it (and in MB per CPU-second, server included); the time given
+as "all" includes it. A phase split says where
 the ingest time went: reading and parsing the recordings, promotion (summaries included),
 writing blob files (with whatever core writes beside them), and the database.
 
@@ -240,6 +244,7 @@ class Timers:
         self.cpu: dict[str, float] = {}  # this process's CPU time, likewise
         self._depth: dict[str, int] = {}
         self.profiler: Any = None  # paused during search indexing, which is not profiled
+        self.server: Callable[[], float] | None = None  # the database server's CPU, if known
 
     def wrap(self, owner: Any, attribute: str, phase: str) -> None:
         original: Callable[..., Any] | None = getattr(owner, attribute, None)
@@ -253,6 +258,7 @@ class Timers:
             if paused:
                 self.profiler.disable()
             started, cpu_started = time.perf_counter(), time.process_time()
+            server_started = self.server() if self.server and phase == "search" else 0.0
             try:
                 return original(*args, **kwargs)
             finally:
@@ -264,6 +270,9 @@ class Timers:
                     self.seconds[phase] = self.seconds.get(phase, 0.0) + spent
                     cpu = time.process_time() - cpu_started
                     self.cpu[phase] = self.cpu.get(phase, 0.0) + cpu
+                    if self.server and phase == "search":
+                        server = self.server() - server_started
+                        self.cpu["search server"] = self.cpu.get("search server", 0.0) + server
 
         setattr(owner, attribute, timed)
 
@@ -287,6 +296,7 @@ def child(folder: Path, data: Path, profile: bool) -> None:
 
     call_command("migrate", verbosity=0)
     timers = Timers()
+    timers.server = server_cpu(connection)
     # Search indexing is measured apart; the rest is the ingest proper, split in phases.
     if hasattr(blobviewer.ingest, "index_session"):
         timers.wrap(blobviewer.ingest, "index_session", "search")
@@ -308,6 +318,7 @@ def child(folder: Path, data: Path, profile: bool) -> None:
         profiler = timers.profiler = cProfile.Profile(time.process_time)
         profiler.enable()
     started, cpu_started = time.perf_counter(), time.process_time() + _children_cpu()
+    server_started = timers.server() if timers.server else 0.0
     try:
         call_command("ingest", *files, stdout=out, stderr=err)
     except CommandError as error:  # some files failed: the checks below say which
@@ -316,6 +327,7 @@ def child(folder: Path, data: Path, profile: bool) -> None:
         total = time.perf_counter() - started
         # This process and its worker processes (reaped once the command is done).
         cpu = time.process_time() + _children_cpu() - cpu_started
+        server_cpu_spent = timers.server() - server_started if timers.server else None
         if profiler is not None:
             import pstats
 
@@ -328,10 +340,36 @@ def child(folder: Path, data: Path, profile: bool) -> None:
         "cpu": cpu,
         "phases": timers.seconds,
         "search_cpu": timers.cpu.get("search", 0.0),
+        # PostgreSQL's work is done by its server process, which this one does not count.
+        "server_cpu": server_cpu_spent,
+        "search_server_cpu": timers.cpu.get("search server", 0.0),
         "vendor": connection.vendor,
     }
     result.update(_recorded(len(files), out.getvalue(), err.getvalue()))
     print(json.dumps(result))
+
+
+def server_cpu(connection: Any) -> Callable[[], float] | None:
+    """A function giving the CPU seconds that the PostgreSQL server process serving
+    *connection* has used, when the server runs on this machine (its /proc is readable);
+    None for SQLite (its work is this process's) or a server elsewhere."""
+    if connection.vendor != "postgresql":
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        (pid,) = cursor.fetchone()
+    stat = Path(f"/proc/{pid}/stat")
+    ticks = os.sysconf("SC_CLK_TCK")
+
+    def read() -> float:
+        fields = stat.read_text().rpartition(")")[2].split()
+        return (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
+
+    try:
+        read()
+    except (OSError, ValueError, IndexError):
+        return None
+    return read
 
 
 def _children_cpu() -> float:
@@ -414,9 +452,16 @@ def ingest_rate(result: dict[str, Any]) -> float:
     return result["items"] / (result["seconds"] - result["phases"].get("search", 0.0))
 
 
+def ingest_cpu(result: dict[str, Any]) -> float:
+    """CPU seconds of the ingest proper: this process, its children and, for PostgreSQL on
+    this machine, the server process that did the database's work."""
+    server = (result.get("server_cpu") or 0.0) - result.get("search_server_cpu", 0.0)
+    return result["cpu"] - result["search_cpu"] + server
+
+
 def cpu_rate(result: dict[str, Any]) -> float:
-    """Items per CPU-second of the ingest proper (this process and its children)."""
-    return result["items"] / (result["cpu"] - result["search_cpu"])
+    """Items per CPU-second of the ingest proper (see ingest_cpu)."""
+    return result["items"] / ingest_cpu(result)
 
 
 def report(name: str, results: list[dict[str, Any]]) -> int:
@@ -431,14 +476,19 @@ def report(name: str, results: list[dict[str, Any]]) -> int:
         search = result["phases"].get("search", 0.0)
         ingest = result["seconds"] - search
         rate = ingest_rate(result)
-        cpu = result["cpu"] - result["search_cpu"]
+        cpu = ingest_cpu(result)
         mb = result["search_bytes"] / 1e6
+        search_cpu = result["search_cpu"] + result.get("search_server_cpu", 0.0)
         print(
             f"{result['items']:>8,} {result['files']:>6,} {result['blobs']:>6,} "
             f"{result['seconds']:>6.1f}s {search:>6.1f}s {ingest:>6.1f}s {rate:>8,.0f} "
             f"{rate / GOAL:>5.2f}x {cpu:>6.1f}s {result['items'] / cpu:>11,.0f}   "
-            f"{mb / search if search else 0:>5.2f} MB/s ({mb:,.1f} MB of item and blob text)"
+            f"{mb / search if search else 0:>5.2f} MB/s ({mb:,.1f} MB of item and blob text; "
+            f"{mb / search_cpu if search_cpu else 0:.2f} MB per CPU-second)"
         )
+        if result.get("server_cpu") is not None:
+            server = result["server_cpu"] - result.get("search_server_cpu", 0.0)
+            print(f"{'':>8} of the ingest's CPU, the PostgreSQL server's: {server:.1f}s")
         phases = {k: v for k, v in result["phases"].items() if k != "search"}
         rest = ingest - sum(phases.values())
         split = ", ".join(
