@@ -103,6 +103,14 @@ _NOT_FOUND = {"404", "NoSuchKey", "NotFound"}
 _PRECONDITION = {"412", "PreconditionFailed"}
 _CONFLICT = {"409", "ConditionalRequestConflict"}  # AWS: a concurrent conditional write
 _BAD_RANGE = {"416", "InvalidRange"}
+_CREDENTIAL_VARIABLES = (
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_PROFILE",
+    "AWS_CONFIG_FILE",
+    "AWS_SHARED_CREDENTIALS_FILE",
+)
 
 
 # -- boto3, imported on first use ---------------------------------------------------------
@@ -122,14 +130,34 @@ class _Boto:
             cls.client_error = ClientError
             cls.errors = (BotoCoreError, ClientError)
 
+    # Making a client costs ~0.1 s (boto3 reads its models and config files): one per
+    # process, endpoint, credentials and config is made and shared (clients are thread-safe).
+    clients: dict[tuple[Any, ...], Any] = {}
+    lock = threading.Lock()
+
     @classmethod
     def client(cls, endpoint_url: str | None = None, **config: Any) -> Any:
-        import boto3
-        from botocore.config import Config
-
         cls.load()
         endpoint_url = endpoint_url or os.environ.get("AWS_ENDPOINT_URL") or None
         region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+        key = (
+            os.getpid(),
+            endpoint_url,
+            region,
+            *(os.environ.get(name) for name in _CREDENTIAL_VARIABLES),
+            repr(sorted(config.items())),
+        )
+        with cls.lock:
+            client = cls.clients.get(key)
+            if client is None:
+                client = cls.clients[key] = cls._new_client(endpoint_url, region, config)
+            return client
+
+    @staticmethod
+    def _new_client(endpoint_url: str | None, region: str | None, config: dict[str, Any]) -> Any:
+        import boto3
+        from botocore.config import Config
+
         settings: dict[str, Any] = {
             "max_pool_connections": 32,
             "retries": {"mode": "standard", "max_attempts": 3},

@@ -390,6 +390,15 @@ def test_the_store_says_where_it_is(s3: S3BlobStore, s3_place: S3Place) -> None:
     assert open_store(s3_place.url + "/").url == s3_place.url  # type: ignore[attr-defined]
 
 
+def test_stores_of_one_endpoint_and_credentials_share_a_client(
+    s3_place: S3Place, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = open_store(s3_place.url)
+    assert open_store(f"s3://{s3_place.bucket}/other").client is first.client  # type: ignore[attr-defined]
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "someone-else")
+    assert open_store(s3_place.url).client is not first.client  # type: ignore[attr-defined]
+
+
 def _assert_io_error(action: Any, *fragments: str) -> None:
     with pytest.raises(BlobIOError) as raised:
         action()
