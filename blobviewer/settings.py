@@ -62,6 +62,14 @@ if BLOBVIEWER_BLOBS and not BLOBVIEWER_BLOBS.startswith("s3://"):
         f"BLOBVIEWER_BLOBS must be empty (the blobs/ folder in BLOBVIEWER_DATA) or "
         f"s3://bucket/prefix, got {BLOBVIEWER_BLOBS!r}"
     )
+if BLOBVIEWER_BLOBS:
+    from core.store.errors import BlobStoreError
+    from core.store.s3 import parse_s3_url  # boto3 is imported only when a store is made
+
+    try:
+        parse_s3_url(BLOBVIEWER_BLOBS)
+    except BlobStoreError as error:
+        raise ImproperlyConfigured(f"BLOBVIEWER_BLOBS: {error}") from None
 
 SECRET_KEY = os.environ.get("SECRET_KEY", "")
 if not SECRET_KEY:
