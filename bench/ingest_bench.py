@@ -300,7 +300,7 @@ def child(folder: Path, data: Path, profile: bool) -> None:
     # Search indexing is measured apart; the rest is the ingest proper, split in phases.
     if hasattr(blobviewer.ingest, "index_session"):
         timers.wrap(blobviewer.ingest, "index_session", "search")
-    timers.wrap(blobviewer.ingest, "_open_recording", "read")
+    timers.wrap(blobviewer.ingest, "open_recording", "read")
     timers.wrap(blobviewer.ingest, "parse_session_log", "read")
     timers.wrap(blobviewer.ingest, "promote", "promote")
     timers.wrap(blobviewer.ingest, "index_blobs", "blob facts and rows")

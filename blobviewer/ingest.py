@@ -73,7 +73,7 @@ from blobviewer.session_facts import (
     update_session_facts,
 )
 from core.agent.policy import DEFAULT_POLICY, Policy
-from core.agent.session_log import MAX_SEQ, SessionLogError, parse_session_log
+from core.agent.session_log import MAX_SEQ, SessionLog, SessionLogError, parse_session_log
 from core.content import Content, Stored, Text, encode_text, utf8_size
 from core.json_values import dumps_for_storage
 from core.promotion import admit_sync, promote
@@ -181,7 +181,7 @@ def ingest_file(
     *rebuild*: as for ingest_session. A file of several runs, each a session of its own
     (an OpenHands evaluation output), raises IngestError: ingest_recordings takes those.
     """
-    opened = _open_recording(path)
+    opened = open_recording(path)
     if opened.runs is not None:
         message = (
             f"an OpenHands evaluation output of {len(opened.runs)} runs, each a session of "
@@ -198,13 +198,17 @@ def ingest_recordings(
     force: bool = False,
     owner: AbstractBaseUser | None = None,
     rebuild: bool = False,
+    opened: Opened | None = None,
 ) -> list[tuple[str, IngestResult | IngestError]]:
     """Ingest every session *path* holds: `[("", result)]` for a file or folder that is
     one recording (as ingest_file, whose errors it raises), or, for an OpenHands
     evaluation output, one `(label, outcome)` for each run, in line order: *label* names
     the run (`line 3 (django__django-1)`), *outcome* is its IngestResult, or the
-    IngestError that skipped that run only (a damaged line reads `path:line: message`)."""
-    opened = _open_recording(path)
+    IngestError that skipped that run only (a damaged line reads `path:line: message`).
+    *opened* is what open_recording read of *path*, if it was read already (see
+    blobviewer.read_ahead)."""
+    if opened is None:
+        opened = open_recording(path)
     if opened.runs is None:
         result = _ingest_opened(
             path, opened, store=store, force=force, owner=owner, rebuild=rebuild
@@ -238,39 +242,46 @@ def ingest_recordings(
 
 
 @dataclass(frozen=True)
-class _Opened:
-    """A recording read and recognised: our own log's bytes, another agent's recording,
+class Opened:
+    """A recording read and recognised: our own log, parsed; another agent's recording;
     or the runs of a file that holds several."""
 
     kind: str
-    data: bytes = b""
+    log: SessionLog | None = None
     recording: Recording | None = None
     runs: list[tuple[int, Recording | RecordingError]] | None = None
 
+    def travels(self) -> bool:
+        """Whether it can be pickled to another process and back as it is (a damaged
+        run's RecordingError cannot: an exception is rebuilt from its message alone)."""
+        return not any(isinstance(run, RecordingError) for _, run in self.runs or ())
 
-def _open_recording(path: Path) -> _Opened:
-    """Read and recognise *path*; raises NotARecording or IngestError (`path:line: msg`,
-    naming the event file of a conversation folder that is damaged)."""
+
+def open_recording(path: Path) -> Opened:
+    """Read, recognise and parse *path*; raises NotARecording or IngestError
+    (`path:line: msg`, naming the event file of a conversation folder that is damaged)."""
     try:
         if path.is_dir() and folder_layout(path) is not None:
             recording = load_folder(path)
-            return _Opened(recording.format, recording=recording)
+            return Opened(recording.format, recording=recording)
         data = read_bytes(path)
         kind, document = sniff(path, data)
         if holds_runs(kind, document):
-            return _Opened(kind, runs=load_runs(path, data))
+            return Opened(kind, runs=load_runs(path, data))
         if kind != OUR_FORMAT:
-            return _Opened(kind, recording=load_sniffed(path, data, kind, document))
+            return Opened(kind, recording=load_sniffed(path, data, kind, document))
+        return Opened(kind, log=parse_session_log(data, path))
     except UnknownFormat as error:
         raise NotARecording(str(path), error.line, error.message) from None
     except RecordingError as error:
         raise IngestError(error.path, error.line, error.message) from None
-    return _Opened(kind, data=data)
+    except SessionLogError as error:
+        raise IngestError(str(path), error.line or None, error.message) from None
 
 
 def _ingest_opened(
     path: Path,
-    opened: _Opened,
+    opened: Opened,
     *,
     store: FsBlobStore,
     force: bool,
@@ -289,10 +300,8 @@ def _ingest_opened(
             owner=owner,
             rebuild=rebuild,
         )
-    try:
-        log = parse_session_log(opened.data, path)
-    except SessionLogError as error:
-        raise IngestError(str(path), error.line or None, error.message) from None
+    log = opened.log
+    assert log is not None  # open_recording parsed it
     result = ingest_session(
         log.header,
         log.records,

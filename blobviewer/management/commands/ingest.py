@@ -29,12 +29,14 @@ from blobviewer.ingest import (
     IngestError,
     IngestResult,
     NotARecording,
+    Opened,
     OutdatedSession,
     SessionPruned,
     ingest_recordings,
     recording_paths,
 )
 from blobviewer.ingest_progress import ProgressLine, Unended, is_terminal
+from blobviewer.read_ahead import RecordingReader
 from blobviewer.rebuild import rebuild_targets, still_outdated
 from blobviewer.session_ownership import NoSuchUser, user_named
 from blobviewer.watch import Seen, WatchError, WatchRoot, follow, stop_on_signals
@@ -225,6 +227,9 @@ class Command(BaseCommand):
             ProgressLine(Unended(self.stdout), len(files)) if is_terminal(self.stdout) else None
         )
         self._progress = progress
+        # The next files are read in a worker meanwhile (not when watching: the first
+        # pass may share the process with the watcher's thread, and changes come few).
+        reader = RecordingReader([path for path, _ in files] if seen is None else [])
         try:
             for number, (path, named) in enumerate(files, start=1):
                 if stop.is_set():
@@ -233,10 +238,12 @@ class Command(BaseCommand):
                     progress.update(done=number - 1, items=tally.new_items, current=path)
                 key = Seen.key(path)
                 prefix = f"[{number}/{len(files)}] "
-                if self._ingest(path, named, prefix, tally, run, said) and seen is not None:
+                ok = self._ingest(path, named, prefix, tally, run, said, reader.take(path))
+                if ok and seen is not None:
                     seen.remember(path, key)
                 tally.done = number
         finally:
+            reader.close()
             if progress is not None:
                 progress.clear()
             self._progress = None
@@ -272,14 +279,21 @@ class Command(BaseCommand):
         tally: _Tally,
         run: _Options,
         said: dict[str, str] | None = None,
+        opened: Opened | None = None,
     ) -> bool:
         """Ingest one recording and report it (a line per session; an evaluation output
         has one per run); True when nothing about it failed. *said* (watching) keeps the
         last outdated or pruned message of each session, so a recording that keeps
-        growing says it once, not at every change, until something else happens to it."""
+        growing says it once, not at every change, until something else happens to it.
+        *opened*: the file as read ahead, if it was."""
         try:
             outcomes: list[tuple[str, Any]] = ingest_recordings(
-                path, store=run.store, force=run.force, owner=run.owner, rebuild=run.rebuild
+                path,
+                store=run.store,
+                force=run.force,
+                owner=run.owner,
+                rebuild=run.rebuild,
+                opened=opened,
             )
         except Exception as error:  # noqa: BLE001 - reported below, like a run's error
             outcomes = [("", error)]

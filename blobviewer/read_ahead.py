@@ -1,0 +1,124 @@
+"""Reading recordings ahead, in a worker process, while ingest writes the one before.
+
+Reading and parsing a recording (its JSON, the importer, the digests of its records) is
+about a third of an ingest's work and needs nothing from the database, so `manage.py
+ingest` hands the next files to one worker process while it promotes and writes the
+current one: on two cores the reading costs no time. What the worker read comes back
+pickled (a small cost beside parsing it); a file the worker could not read, or whose
+reading it could not send back, is read again in the command's own process, which then
+raises its error exactly where and as it would have without a worker.
+
+Only the first pass of a plain ingest reads ahead (not `--watch`, whose changes come one
+at a time); a machine with one core, or a single file, reads in the process itself.
+"""
+
+from __future__ import annotations
+
+import gc
+import multiprocessing
+import os
+import signal
+from collections.abc import Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+from types import TracebackType
+
+from blobviewer.ingest import Opened, open_recording
+
+AHEAD = 2  # files read ahead of the one being written (each held in memory meanwhile)
+
+
+class RecordingReader:
+    """Reads *paths* ahead, in order; `take(path)` gives what was read of each (or None:
+    the caller reads it itself). Use as a context manager, which stops the worker."""
+
+    def __init__(self, paths: Sequence[Path]) -> None:
+        self._paths = list(paths)
+        self._next = 0
+        self._pending: dict[int, Future[Opened | None]] = {}
+        self._taken = 0
+        self._pool: ProcessPoolExecutor | None = None
+        if len(self._paths) > 1 and _cores() > 1:
+            # The worker is a fork of this process, database connections and all, and
+            # must never close one of them (closing sends the server the end of *our*
+            # session): everything that exists at the fork is kept out of its garbage
+            # collector, and the worker collects nothing.
+            gc.freeze()
+            try:
+                self._pool = ProcessPoolExecutor(
+                    max_workers=1,
+                    mp_context=multiprocessing.get_context("fork"),
+                    initializer=_start_worker,
+                )
+                self._submit(until=AHEAD)  # forks the worker now (a fork pool starts at once)
+            finally:
+                gc.unfreeze()
+
+    def take(self, path: Path) -> Opened | None:
+        """What the worker read of *path*, the next of the paths in order; None when it
+        could not (read it with ingest's own reading, which raises its errors)."""
+        index = self._taken
+        self._taken += 1
+        if self._pool is None or index >= len(self._paths) or self._paths[index] != path:
+            return None
+        self._submit(until=index + 1 + AHEAD)
+        future = self._pending.pop(index, None)
+        if future is None:
+            return None
+        try:
+            return future.result()
+        except BrokenProcessPool:  # the worker died (killed, out of memory): read here
+            self.close()
+            return None
+
+    def _submit(self, *, until: int) -> None:
+        while self._pool is not None and self._next < min(until, len(self._paths)):
+            try:
+                self._pending[self._next] = self._pool.submit(read, self._paths[self._next])
+            except (BrokenProcessPool, RuntimeError):
+                self.close()
+                return
+            self._next += 1
+
+    def close(self) -> None:
+        """Stop the worker: reads not started are cancelled, the one under way ends."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+        self._pending.clear()
+
+    def __enter__(self) -> RecordingReader:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def read(path: Path) -> Opened | None:
+    """In the worker: *path* read and parsed, or None if that failed in any way."""
+    try:
+        opened = open_recording(path)
+    except Exception:  # noqa: BLE001 - the command reads it again and reports the error
+        return None
+    return opened if opened.travels() else None
+
+
+def _start_worker() -> None:
+    gc.disable()  # see RecordingReader: the objects it shares with its parent stay alive
+    # Ctrl-C reaches the whole process group: the command decides when to stop (after the
+    # file it is writing), so the worker ignores it; SIGTERM ends it as it would any other.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
