@@ -281,11 +281,13 @@ def index_store(
     ``progress(done, total)`` is called after each batch. Afterwards the store's
     modification time, taken before it was listed, is remembered beside it (see
     store_index_note). On an object store that was indexed before, only the blobs after
-    the remembered marker (less INDEX_WINDOW) are listed, unless *full* (module
-    docstring); blobs gone from the store are then not looked for. Raises BlobStoreError
+    the remembered marker (less INDEX_WINDOW) are listed, unless *full* or the database
+    has no blob row yet (module docstring); blobs gone from the store are then not
+    looked for. Raises BlobStoreError
     when the store cannot be listed.
     """
-    if isinstance(store, S3BlobStore) and not full:
+    # A database without a blob row (a new one beside an old bucket) takes a full listing.
+    if isinstance(store, S3BlobStore) and not full and Blob.objects.exists():
         marker = _object_marker(store)
         if marker is not None:
             return _index_window(store, marker, every=every, progress=progress)

@@ -155,3 +155,15 @@ def test_the_blob_list_says_when_a_blob_arrived_after_the_last_run(agent, logged
     assert "The blob store has changed since blobs were last indexed" in page
     index()
     assert note not in logged_in_client.get("/blobs/").content.decode()
+
+
+def test_a_new_database_beside_an_indexed_bucket_gets_a_full_listing(agent):
+    old = put(agent, minutes_ago(600))
+    put(agent, minutes_ago(1))
+    index()
+    Blob.objects.all().delete()  # the team starts over on a new database
+
+    out = index()
+
+    assert old in rows()
+    assert "2 blobs added to the index" in out and "marker" not in out
