@@ -1,18 +1,29 @@
 """Promotion of a big JSON array or object without building its value (SPEC 2.3, 2.4).
 
 :func:`stream_json` reads a tool output's JSON one top-level entry at a time (ijson's C
-backend over the output's UTF-8, encoded a chunk at a time), writes each entry with orjson
-into one buffer — byte for byte what ``dumps_for_storage`` writes for the whole value — and
-keeps what the summary needs (the count, the first entries, the first keys' shapes). No
-more than one entry's value is alive at a time, so memory stays near the stored bytes.
+backend over the output's UTF-8, encoded a chunk at a time) and hands the entries, a batch
+at a time, to core.store.index.json_index.JsonWriter, which writes each with orjson into
+one buffer — byte for byte what ``dumps_for_storage`` writes for the whole value — and
+records its span for the blob's index as it goes; it keeps what the summary needs (the
+count, the first entries, the first keys' shapes). No more than a batch of entries is
+alive at a time, so memory stays near the stored bytes, and the summary, the stored bytes
+and the index come from one pass.
 
-Chosen by measurement on this machine (100 MB arrays and objects, CPU time, peak RSS above
-the process with the output already in memory; see bench/core_bench.py):
+Chosen by measurement (bench/promotion_bench.py --candidates: 100 MB of small records,
+best CPU time of 3 fresh processes against orjson.loads + write in the same run, peak RSS
+above the start as a multiple of the output; a shared 2-core machine):
 
-    orjson.loads + write (the old path)      4.2-4.5 s    ~960 MB
-    orjson.loads + per-entry dumps           ~1.5x that  ~990-3,170 MB
-    pysimdjson (DOM) + per-entry convert     ~1.0x        785-3,025 MB
-    ijson (yajl2_c) + orjson per entry       0.75-0.85x   ~101 MB (the output buffer)
+                                              array            object
+    orjson.loads + write (the baseline)       3.0 s, 10.3x     3.2 s, 10.4x
+    orjson.loads + per-entry dumps            1.17x, 10.3x     1.05x, 10.4x
+    pysimdjson DOM + per-entry dumps          0.49x,  5.6x     0.48x,  5.5x
+    ijson (yajl2_c) parse alone               0.56x,  0.0x     0.47x,  0.0x
+    this module: promote + store + summary,   0.78x,  1.2x     1.12x,  1.6x
+      index made and kept
+
+pysimdjson is the fastest parser but holds the whole document (5.5x the output); only
+ijson's stream keeps within the goal of twice the output. An object costs more than an
+array: its name table (each key's CRC, sorted: ~0.6 s for 1.2M keys) and key records.
 
 Where yajl and orjson disagree, the exact path (parse_json) decides instead: integers
 beyond 64 bits (yajl raises "integer overflow", orjson would read a float), escapes of
@@ -70,8 +81,8 @@ class PromotedJson(Structured):
     """A Structured array or object promoted from a big output without its value in memory:
     *data* is exactly what ``dumps_for_storage(value)`` writes, *facts* what its summary
     needs, *index* the index of *data* made as it was written (core.store.index.json_index;
-None when it could not be), which the store keeps. ``value`` parses *data* on first use
-(the store and summaries never need to)."""
+    None when it could not be), which the store keeps. ``value`` parses *data* on first
+    use (the store and summaries never need to)."""
 
     __slots__ = ("_parsed", "data", "facts", "index")
 
