@@ -49,6 +49,7 @@ from core.agent.session_log import SessionLog, SessionLogError, read_session_log
 from core.content import Content, Structured, Text, decode_text
 from core.json_values import JsonError, parse_json
 from core.store.blob_id import BlobId, parse_blob_id
+from core.store.errors import BlobStoreError
 
 # A raw body is one session log; these are the types JSON Lines goes by.
 RAW_LOG_TYPES = ("application/x-ndjson", "application/jsonl", "text/plain")
@@ -187,6 +188,12 @@ def save_upload(upload: Upload, *, owner: AbstractBaseUser) -> UploadResult:
             raise UploadError(str(error), status=403) from None
         if isinstance(error, LogDiverges):
             raise UploadError(str(error), status=409) from None
+        if isinstance(error, BlobStoreError):  # e.g. the object store cannot be reached
+            raise UploadError(
+                f"the blob store failed, nothing was recorded; send it again later "
+                f"({_without_server_paths(str(error))})",
+                status=503,
+            ) from None
         if isinstance(error, LogBusy):
             raise UploadError(
                 "the session's log is being replaced by other uploads; send it again in a moment",

@@ -273,3 +273,17 @@ def test_the_file_kind_compares_the_same_way(tmp_path, data_dir):
     assert b"".join(logs.open(session_id)) == LOG[:100]
     assert [kept.session_id for kept in logs.kept()] == [session_id]
     assert b"".join(file_blocks(data_dir / "sessions" / f"{session_id}.jsonl")) == LOG[:100]
+
+
+def test_an_upload_the_object_store_refuses_answers_503_naming_no_bucket(
+    client, secret, agent_run, s3_site, settings
+):
+    settings.BLOBVIEWER_BLOBS = "s3://no-such-bucket-here/team"
+
+    response = post_raw(client, agent_run.path.read_bytes(), secret)
+
+    assert response.status_code == 503
+    message = response.content.decode()
+    assert message.startswith("the blob store failed, nothing was recorded; send it again later")
+    assert "no-such-bucket-here" not in message
+    assert not Session.objects.exists()
