@@ -32,7 +32,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from core.json_stream import _IJSON, _Reader  # noqa: E402
 from core.promotion import admit_sync, promote  # noqa: E402
 from core.store import FsBlobStore  # noqa: E402
-from core.store.index import INDEX_FOLDER  # noqa: E402
 
 GOAL_TIME = 1.3
 GOAL_MEMORY = 2.0
@@ -61,8 +60,10 @@ def _case_promote(path: Path, text: str) -> Callable[[], object]:
 
     def run() -> object:
         admitted = admit_sync(promote(text), store)  # promote + store (and index) + summary
-        if not (store.root / INDEX_FOLDER / f"{admitted.blob_id}.idx").exists():
+        kept = store.index_reader_sync(str(admitted.blob_id))
+        if kept is None:
             raise SystemExit("the promoted blob was stored without its index")
+        kept.close()
         return admitted
 
     return run
