@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 import core.json_stream
 from core.agent.policy import Policy
+from core.content import Structured
 from core.inspect_tool import inspect_blob
 from core.json_stream import PromotedJson
 from core.promotion import admit_sync, promote
@@ -215,3 +216,19 @@ def test_promoting_a_big_object_with_its_index_peaks_within_twice_the_output(
     assert growth <= 2, f"peak {growth:.2f}x the output ({int(size) / 2**20:.0f} MB)"
     assert kept == "True"
     assert header.strip().endswith("json_object | 300000 keys")
+
+
+def test_an_entry_cut_near_the_blobs_end_is_read_through_the_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cut start of an entry longer than the limit is read up to the blob's end (a
+    read past it made the overview load the blob whole)."""
+    store = FsBlobStore(tmp_path / "blobs", index_min_bytes=0)
+    blob_id = store.store_sync(Structured([{"a": "x" * 113}]))  # the entry: 121 bytes
+
+    def refuse(*_: object, **__: object) -> None:
+        raise AssertionError("the blob was loaded whole")
+
+    monkeypatch.setattr(FsBlobStore, "load_sync", refuse)
+    result = inspect_blob(store, str(blob_id), None, Policy(inspect_limit=120))
+    assert result.startswith(f"[blob:{blob_id}] json_array | 1 entries | 123 bytes\n")

@@ -1032,7 +1032,7 @@ class JsonIndex:
             size = end - start
             if size <= limit:
                 return Shown(decode_text(self.blob.exact(start, size)), size, False)
-            head = cut_utf8(self.blob.exact(start, limit + 4), limit)
+            head = cut_utf8(self.blob.exact(start, min(limit + 4, size)), limit)
             return Shown(decode_text(head), size, True)
         line = dumps_compact(_parse(self.blob.exact(start, end - start)))
         data = encode_text(line)
