@@ -21,8 +21,10 @@ work (read from its /proc). Search indexing of
 item and blob text, which ingest runs after each session's transaction, is timed apart and
 printed in MB/s beside it (and in MB per CPU-second, server included); the time given
 as "all" includes it. A phase split says where
-the ingest time went: reading and parsing the recordings, promotion (summaries included),
-writing blob files (with whatever core writes beside them), and the database.
+the ingest time went: reading and parsing the recordings (in this process: the command
+reads the next files ahead in a worker meanwhile, see blobviewer.read_ahead), promotion
+(summaries included), writing blob files (with whatever core writes beside them), and the
+database.
 
 After each run the bench checks what was recorded: one session per file, every item and
 every stored blob in the database, a search chunk for every item with text and a search
@@ -496,6 +498,8 @@ def report(name: str, results: list[dict[str, Any]]) -> int:
             for phase, seconds in [*sorted(phases.items()), ("database and the rest", rest)]
         )
         print(f"{'':>8} the ingest's time: {split}")
+        if "read" not in phases:
+            print(f"{'':>8} (recordings were read ahead by a worker process, its CPU in CPU)")
         for problem in result["problems"]:
             failures += 1
             print(f"{'':>8} CHECK FAILED: {problem}")
