@@ -27,6 +27,7 @@ from types import TracebackType
 from blobviewer.ingest import Opened, open_recording
 
 AHEAD = 2  # files read ahead of the one being written (each held in memory meanwhile)
+_FORK = "fork"  # the worker starts with what this process has loaded (not on Windows)
 
 
 class RecordingReader:
@@ -39,7 +40,11 @@ class RecordingReader:
         self._pending: dict[int, Future[Opened | None]] = {}
         self._taken = 0
         self._pool: ProcessPoolExecutor | None = None
-        if len(self._paths) > 1 and _cores() > 1:
+        if (
+            len(self._paths) > 1
+            and _cores() > 1
+            and _FORK in multiprocessing.get_all_start_methods()
+        ):
             # The worker is a fork of this process, database connections and all, and
             # must never close one of them (closing sends the server the end of *our*
             # session): everything that exists at the fork is kept out of its garbage
@@ -48,10 +53,12 @@ class RecordingReader:
             try:
                 self._pool = ProcessPoolExecutor(
                     max_workers=1,
-                    mp_context=multiprocessing.get_context("fork"),
+                    mp_context=multiprocessing.get_context(_FORK),
                     initializer=_start_worker,
                 )
                 self._submit(until=AHEAD)  # forks the worker now (a fork pool starts at once)
+            except OSError:  # no processes or semaphores to be had here: read in-process
+                self.close()
             finally:
                 gc.unfreeze()
 
