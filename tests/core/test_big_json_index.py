@@ -232,3 +232,35 @@ def test_an_entry_cut_near_the_blobs_end_is_read_through_the_index(
     monkeypatch.setattr(FsBlobStore, "load_sync", refuse)
     result = inspect_blob(store, str(blob_id), None, Policy(inspect_limit=120))
     assert result.startswith(f"[blob:{blob_id}] json_array | 1 entries | 123 bytes\n")
+
+
+@pytest.mark.parametrize("repeated", [False, True])
+def test_spans_beyond_4_byte_records_drop_the_index_not_the_blob(
+    repeated: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A value counted beyond 29 bits (a string of 512 M characters, here made so by
+    counting every value that big after the first batch) leaves the blob unindexed; a
+    repeated key is still found."""
+    real = json_index_module._kinds_and_counts
+    calls: list[int] = []
+
+    def huge_after_the_first_batch(values: list[Any]) -> list[int]:
+        calls.append(len(values))
+        return real(values) if len(calls) == 1 else [1 << 40] * len(values)
+
+    monkeypatch.setattr(json_index_module, "_kinds_and_counts", huge_after_the_first_batch)
+    value = {f"k{n}": n for n in range(core.json_stream.BATCH * 2 + 3)}
+    output = orjson.dumps(value).decode()
+    if repeated:
+        output = output[:-1] + ',"k5":"again"}'
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(core.json_stream, "STREAM_FROM_CHARS", 0)
+        content = promote(output, ALWAYS).content  # type: ignore[union-attr]
+    assert len(calls) == 3
+    if repeated:
+        assert not isinstance(content, PromotedJson)
+        assert content.value == {**value, "k5": "again"}  # type: ignore[union-attr]
+    else:
+        assert isinstance(content, PromotedJson)
+        assert content.index is None
+        assert bytes(content.data) == orjson.dumps(value)

@@ -401,9 +401,11 @@ class JsonWriter:
                     self._child(done + number, item, values_at[number])
 
     def _record(self, numbers: list[int]) -> None:
+        kept = len(self.spans)
         try:
             self.spans.extend(numbers)
         except OverflowError:  # an offset or count beyond 4-byte records
+            del self.spans[kept:]  # what extend took before it failed
             self._drop_index()
             self.spans.extend(numbers)
 
