@@ -18,8 +18,10 @@ while compared.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
+import urllib.parse
 import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -27,7 +29,7 @@ from pathlib import Path
 from typing import IO, Protocol
 
 from blobviewer.data_dir import blob_store, sessions_dir
-from core.store.errors import BlobIOError
+from core.store.errors import BlobIOError, BlobStoreError
 from core.store.s3 import S3BlobStore, S3Objects, S3Reader  # boto3 only when one is made
 
 LOG_SUFFIX = ".jsonl"
@@ -383,3 +385,118 @@ class ObjectSessionLogs:
             _name(session_id), blocks, if_none_match=True, content_type="application/x-ndjson"
         )
         return etag is not None
+
+
+# --- copies of the recordings ingest read (object store only) ------------------------------
+# `manage.py ingest` records a session from a file on one host; `ingest --rebuild` may run
+# on another. With an object store, ingest keeps a copy of each session's recording beside
+# the logs uploads keep, so any host can re-derive the session (blobviewer.kept_recordings
+# says which bytes; the file store keeps nothing: the recording's path is read as before).
+
+COPY_SUFFIX = ".recording"
+COPY_LAYOUTS = ("file", "folder")  # the recording's bytes; a tar of a conversation folder
+_COPY_ATTEMPTS = 3  # reads of a copy that another host replaced while it was read
+
+
+@dataclass(frozen=True)
+class RecordingCopy:
+    """What a kept copy says of itself (the object's metadata): the recording's own file
+    or folder name, how it is kept (COPY_LAYOUTS), and the SHA-256 of the object's bytes."""
+
+    name: str
+    layout: str
+    sha256: str
+    size: int
+
+
+class KeptRecordings:
+    """`<prefix>/sessions/<id>/<format>.recording`: the recording a session was ingested
+    from, as ingest last read it (a file's bytes, a folder as a tar, or an evaluation
+    output's line of that run). The original name travels in the object's metadata, so a
+    re-derived session's meta (`source_name`) is the same from any host. Replaced whole
+    (last ingest that added something wins: blobviewer.kept_recordings), never appended."""
+
+    def __init__(self, objects: S3Objects) -> None:
+        self.objects = objects
+
+    @staticmethod
+    def _name(session_id: uuid.UUID, source_format: str) -> str:
+        if not source_format.replace("_", "").isalnum():
+            raise BlobStoreError(f"not a recording format: {source_format!r}")
+        return f"{uuid.UUID(str(session_id))}/{source_format}{COPY_SUFFIX}"
+
+    def location(self, session_id: uuid.UUID, source_format: str) -> str:
+        return f"{self.objects.url}/{self._name(session_id, source_format)}"
+
+    def info(self, session_id: uuid.UUID, source_format: str) -> RecordingCopy | None:
+        """The kept copy's name, layout and digest; None when there is none (or the object
+        there is not one ingest wrote)."""
+        head = self.objects.head(self._name(session_id, source_format))
+        if head is None:
+            return None
+        meta = head.metadata
+        layout, digest = meta.get("layout", ""), meta.get("sha256", "")
+        name = urllib.parse.unquote(meta.get("source-name", ""))
+        if layout not in COPY_LAYOUTS or len(digest) != 64 or not _plain_name(name):
+            return None
+        return RecordingCopy(name, layout, digest, head.size)
+
+    def keep(
+        self, session_id: uuid.UUID, source_format: str, data: bytes, *, name: str, layout: str
+    ) -> RecordingCopy:
+        """Keep *data* as the copy of the session's recording (replacing the one kept)."""
+        if layout not in COPY_LAYOUTS or not _plain_name(name):
+            raise BlobStoreError(f"not a recording's name: {name!r}")
+        copy = RecordingCopy(name, layout, hashlib.sha256(data).hexdigest(), len(data))
+        self.objects.put(
+            self._name(session_id, source_format),
+            data,
+            content_type="application/x-tar" if layout == "folder" else None,
+            # S3 metadata is ASCII: the name is percent-encoded (a file name may be any text).
+            metadata={
+                "source-name": urllib.parse.quote(name, safe=""),
+                "layout": layout,
+                "sha256": copy.sha256,
+            },
+        )
+        return copy
+
+    def read(self, session_id: uuid.UUID, source_format: str) -> tuple[RecordingCopy, bytes] | None:
+        """The kept copy and its bytes, checked against its digest (a copy replaced while
+        it was read is read again); None when there is none."""
+        name = self._name(session_id, source_format)
+        for _ in range(_COPY_ATTEMPTS):
+            copy = self.info(session_id, source_format)
+            if copy is None:
+                return None
+            version = self.objects.get(name)
+            if version is None:
+                return None
+            if hashlib.sha256(version.data).hexdigest() == copy.sha256:
+                return copy, version.data
+        raise BlobIOError(
+            f"{self.objects.url}/{name}: its bytes do not match its digest "
+            f"({_COPY_ATTEMPTS} reads); ingest the recording again to keep a new copy"
+        )
+
+    def delete(self, session_id: uuid.UUID) -> int:
+        """Delete every copy kept for the session; the bytes they held."""
+        freed = 0
+        for info in list(self.objects.list(str(uuid.UUID(str(session_id))))):
+            self.objects.delete(info.name)
+            freed += info.size
+        return freed
+
+
+def kept_recordings() -> KeptRecordings | None:
+    """The copies of ingested recordings in the site's object store; None on the file
+    store (which keeps none: a recording is read from its own path)."""
+    store = blob_store()
+    if isinstance(store, S3BlobStore):
+        return KeptRecordings(store.objects("sessions"))
+    return None
+
+
+def _plain_name(name: str) -> bool:
+    """A file or folder name that stays inside the folder it is written to."""
+    return bool(name) and name not in (".", "..") and "/" not in name and "\0" not in name

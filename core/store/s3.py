@@ -22,8 +22,8 @@ S3Objects for other code (helper for session logs, derived files, bucket listing
 
     objects = S3Objects.from_url("s3://bucket/prefix/sessions")   # or store.objects("sessions")
     objects.get("<id>.jsonl")           # ObjectVersion(data, etag) or None
-    objects.head("<id>.jsonl")          # ObjectInfo(name, size, etag, modified) or None
-    objects.put(name, data)                         # -> ETag (replaces)
+    objects.head("<id>.jsonl")          # ObjectInfo(name, size, etag, modified, metadata)
+    objects.put(name, data)                         # -> ETag (replaces; metadata={...})
     objects.put(name, data, if_none_match=True)     # -> ETag, or None when it exists
     objects.put(name, data, if_match=etag)          # -> ETag, or None when it changed (412)
     objects.update(name, lambda old: (old or b"") + line)   # read, change, conditional
@@ -51,7 +51,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -230,6 +230,9 @@ class ObjectInfo:
     size: int
     etag: str
     modified: datetime | None
+    # The object's user metadata (``x-amz-meta-*``, names in lower case): filled by head()
+    # only, a listing does not carry it.
+    metadata: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -302,7 +305,11 @@ class S3Objects:
                 return None
             raise _io_error(f"cannot read {self._where(key)}", error) from None
         return ObjectInfo(
-            name, response["ContentLength"], response.get("ETag", ""), response.get("LastModified")
+            name,
+            response["ContentLength"],
+            response.get("ETag", ""),
+            response.get("LastModified"),
+            dict(response.get("Metadata") or {}),
         )
 
     def open(
@@ -347,16 +354,19 @@ class S3Objects:
         if_none_match: bool = False,
         if_match: str | None = None,
         content_type: str | None = None,
+        metadata: dict[str, str] | None = None,
     ) -> str | None:
         """Write *data* as the object *name*, visible whole or not at all; its new ETag.
         With ``if_none_match`` only when there is none yet, with ``if_match`` only over the
-        version that has that ETag: otherwise nothing is written and None is returned."""
+        version that has that ETag: otherwise nothing is written and None is returned.
+        *metadata*: the object's user metadata (ASCII names and values; head() reads it)."""
         return self._put(
             self.key(name),
             data,
             if_none_match=if_none_match,
             if_match=if_match,
             content_type=content_type,
+            metadata=metadata,
         )
 
     def put_stream(
@@ -366,6 +376,7 @@ class S3Objects:
         *,
         if_none_match: bool = False,
         content_type: str | None = None,
+        metadata: dict[str, str] | None = None,
     ) -> str | None:
         """Like :meth:`put`, from *chunks* that are never held whole: a multipart upload
         (parts of PART_SIZE) completed at once, or aborted when anything fails."""
@@ -374,12 +385,19 @@ class S3Objects:
         first = next(parts, b"")
         second = next(parts, None)
         if second is None:  # small: one PUT
-            return self._put(key, first, if_none_match=if_none_match, content_type=content_type)
+            return self._put(
+                key,
+                first,
+                if_none_match=if_none_match,
+                content_type=content_type,
+                metadata=metadata,
+            )
         return self._multipart(
             key,
             _chain(first, second, parts),
             if_none_match=if_none_match,
             content_type=content_type,
+            metadata=metadata,
         )
 
     def update(
@@ -456,6 +474,7 @@ class S3Objects:
         if_none_match: bool = False,
         if_match: str | None = None,
         content_type: str | None = None,
+        metadata: dict[str, str] | None = None,
     ) -> str | None:
         if len(data) > SINGLE_PUT_MAX:
             view = memoryview(data)
@@ -465,8 +484,11 @@ class S3Objects:
                 if_none_match=if_none_match,
                 content_type=content_type,
                 if_match=if_match,
+                metadata=metadata,
             )
         params: dict[str, Any] = {"Bucket": self.bucket, "Key": key, "Body": data}
+        if metadata:
+            params["Metadata"] = metadata
         if if_none_match:
             params["IfNoneMatch"] = "*"
         if if_match:
@@ -490,10 +512,13 @@ class S3Objects:
         if_none_match: bool,
         content_type: str | None,
         if_match: str | None = None,
+        metadata: dict[str, str] | None = None,
     ) -> str | None:
         params: dict[str, Any] = {"Bucket": self.bucket, "Key": key}
         if content_type:
             params["ContentType"] = content_type
+        if metadata:
+            params["Metadata"] = metadata
         try:
             upload_id = self.client.create_multipart_upload(**params)["UploadId"]
         except _Boto.errors as error:

@@ -11,10 +11,11 @@ is migrated on first use, another database with migrations to apply is refused."
 
 from __future__ import annotations
 
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,14 +34,18 @@ from blobviewer.ingest import (
     OutdatedSession,
     SessionPruned,
     ingest_recordings,
+    open_recording,
     recording_paths,
 )
 from blobviewer.ingest_progress import ProgressLine, Unended, is_terminal
+from blobviewer.kept_recordings import keep_copies
 from blobviewer.read_ahead import RecordingReader
 from blobviewer.rebuild import rebuild_targets, still_outdated
+from blobviewer.session_logs import KeptRecordings, kept_recordings
 from blobviewer.session_ownership import NoSuchUser, user_named
 from blobviewer.watch import Seen, WatchError, WatchRoot, follow, stop_on_signals
 from core.store import FsBlobStore
+from core.store.errors import BlobStoreError
 
 
 @dataclass
@@ -63,6 +68,12 @@ class _Options:
     force: bool
     owner: AbstractBaseUser | None
     rebuild: bool
+    # With an object store: where each recording's copy is kept (blobviewer.kept_recordings)
+    copies: KeptRecordings | None = None
+    # Kept copies fetched for a rebuild: each is ingested as the recording it stands for
+    # (Session.source_path as recorded: a path, or an upload's s3:// URL, which Path would
+    # turn into s3:/...; ingest only ever writes str() of it).
+    sources: dict[Path, str] = field(default_factory=dict)
 
 
 class Command(BaseCommand):
@@ -125,7 +136,13 @@ class Command(BaseCommand):
             "already belongs to someone else is refused",
         )
 
-    def handle(
+    def handle(self, *args: Any, **options: Any) -> None:
+        # A rebuild on a host without a session's recording fetches its kept copy here.
+        with tempfile.TemporaryDirectory(prefix="blobviewer-ingest-") as scratch:
+            self._scratch = Path(scratch)
+            self._handle(*args, **options)
+
+    def _handle(
         self,
         *args: Any,
         paths: list[Path],
@@ -154,9 +171,12 @@ class Command(BaseCommand):
             raise CommandError(str(error)) from None
         if migrated:
             self.stdout.write(migrated)
-        targets = rebuild_targets() if rebuild_all else None
+        copies = kept_recordings()
+        targets = rebuild_targets(copies, self._scratch) if rebuild_all else None
         if targets is not None:
             for line in targets.gone:  # kept as they are: not a failure
+                self.stdout.write(line)
+            for line in targets.from_copies:
                 self.stdout.write(line)
             paths = [*paths, *targets.paths]
         try:
@@ -179,7 +199,8 @@ class Command(BaseCommand):
         if watch and not paths:
             raise CommandError("nothing to watch: no agent folder was found")
         present = [path for path in paths if path.exists()]
-        run = _Options(blob_store(), force, owner_user, rebuild)
+        sources = targets.copies if targets is not None else {}
+        run = _Options(blob_store(), force, owner_user, rebuild, copies, sources)
         stop = threading.Event()
         with stop_on_signals(stop):
             if watch:
@@ -286,7 +307,11 @@ class Command(BaseCommand):
         last outdated or pruned message of each session, so a recording that keeps
         growing says it once, not at every change, until something else happens to it.
         *opened*: the file as read ahead, if it was."""
+        read_from = path
+        path = run.sources.get(path, path)  # type: ignore[assignment]  # see _Options
         try:
+            if opened is None and run.copies is not None:
+                opened = _open(read_from, path)  # what is ingested is what is kept
             outcomes: list[tuple[str, Any]] = ingest_recordings(
                 path,
                 store=run.store,
@@ -297,6 +322,8 @@ class Command(BaseCommand):
             )
         except Exception as error:  # noqa: BLE001 - reported below, like a run's error
             outcomes = [("", error)]
+        if run.copies is not None and opened is not None and read_from == path:
+            outcomes = self._keep(run.copies, path, opened, outcomes)
         ok = all(isinstance(outcome, IngestResult) for _, outcome in outcomes)
         tally.ingested += ok
         # An evaluation output holds several runs: a line for each (label: which run).
@@ -360,6 +387,29 @@ class Command(BaseCommand):
             )
         return ok
 
+    @staticmethod
+    def _keep(
+        copies: KeptRecordings, path: Path, opened: Opened, outcomes: list[tuple[str, Any]]
+    ) -> list[tuple[str, Any]]:
+        """Keep the recording of each session ingested from *path* in the object store;
+        a copy that cannot be kept turns the sessions' outcomes into errors (ingested, but
+        not re-derivable from another host)."""
+        results = [outcome for _, outcome in outcomes if isinstance(outcome, IngestResult)]
+        try:
+            keep_copies(copies, path, opened, results)
+        except (OSError, BlobStoreError) as error:
+            failed = IngestError(
+                str(path),
+                None,
+                "ingested, but its copy could not be kept in the object store (a rebuild "
+                f"from another host will not find it; ingest it again): {error}",
+            )
+            return [
+                (label, failed if isinstance(outcome, IngestResult) else outcome)
+                for label, outcome in outcomes
+            ]
+        return outcomes
+
     def _flush(self) -> None:
         """Watching, output is read as it comes (a log, `| tee`): not held in a buffer."""
         self.stdout.flush()
@@ -419,6 +469,16 @@ class Command(BaseCommand):
             f"{watched.ingested} changed recordings ingested{failed}, "
             f"{watched.new_items} new items while watching"
         )
+
+
+def _open(read_from: Path, path: Path | str) -> Opened:
+    """open_recording of *read_from*; errors name *path*, the recording it stands for."""
+    try:
+        return open_recording(read_from)
+    except IngestError as error:
+        if read_from == path:
+            raise
+        raise type(error)(str(path), error.line, error.message, detail=error.detail) from None
 
 
 @dataclass
