@@ -187,14 +187,18 @@ MEMORY_SCRIPT = textwrap.dedent(
             if line.startswith(field):
                 return int(line.split()[1])
 
+    store = FsBlobStore(sys.argv[2])
+    # A small promotion first: what promotion imports on its first use is no growth.
+    admit_sync(promote(orjson.dumps({f"k{n}": n for n in range(200)}).decode()), store)
+    # About 95 MB, the size the goal is set for (issue 9: peak at most 2x a 100 MB input):
+    # promotion's tables cost a fixed 10-15 MB besides, which a small input would magnify.
     output = orjson.dumps(
         {f"k{n:07d}": {"id": n, "name": f"item {n}", "tags": ["a", "b"], "score": n / 8}
-         for n in range(300_000)}
+         for n in range(1_200_000)}
     ).decode()
     start = kib("VmRSS:")
     with open("/proc/self/clear_refs", "w") as refs:
         refs.write("5")  # the peak (VmHWM) starts again from here
-    store = FsBlobStore(sys.argv[2])
     admitted = admit_sync(promote(output), store)
     kept = (store.root / ".index" / f"{admitted.blob_id}.idx").exists()
     print(start, kib("VmHWM:"), len(output), kept, admitted.text.split("\\n")[0])
@@ -215,7 +219,7 @@ def test_promoting_a_big_object_with_its_index_peaks_within_twice_the_output(
     growth = (int(peak) - int(start)) * 1024 / int(size)
     assert growth <= 2, f"peak {growth:.2f}x the output ({int(size) / 2**20:.0f} MB)"
     assert kept == "True"
-    assert header.strip().endswith("json_object | 300000 keys")
+    assert header.strip().endswith("json_object | 1200000 keys")
 
 
 def test_an_entry_cut_near_the_blobs_end_is_read_through_the_index(
