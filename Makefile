@@ -53,6 +53,7 @@ test: venv node
 
 bench: venv node
 	$(PY) bench/core_bench.py
+	$(PY) bench/promotion_bench.py
 	$(PY) bench/site_bench.py
 	$(PY) bench/ingest_bench.py
 	$(PY) bench/mcp_bench.py
