@@ -42,7 +42,7 @@ from blobviewer.models import (
     Session,
     ShareLink,
 )
-from blobviewer.session_logs import session_logs
+from blobviewer.session_logs import kept_recordings, session_logs
 from core.store import BlobStore
 from core.store.blob_id import blob_created_at
 from core.store.errors import BlobStoreError
@@ -327,14 +327,20 @@ def _delete_blobs(blob_ids: Sequence[uuid.UUID]) -> list[uuid.UUID]:
 
 
 def _kept_log_bytes(session_id: uuid.UUID) -> int:
-    """The size of the session's log in the object store (`<prefix>/sessions/`); 0 without
-    one (the data directory's `sessions/` is _log_files')."""
+    """The size of the session's log in the object store (`<prefix>/sessions/`), and of the
+    recordings ingest kept for it (`<prefix>/sessions/<id>/`); 0 without one (the data
+    directory's `sessions/` is _log_files')."""
     if not on_object_store():
         return 0
     try:
-        return session_logs().size(session_id) or 0
+        return (session_logs().size(session_id) or 0) + _kept_recording_bytes(session_id)
     except BlobStoreError:
         return 0
+
+
+def _kept_recording_bytes(session_id: uuid.UUID) -> int:
+    copies = kept_recordings()
+    return 0 if copies is None else sum(info.size for info in copies.kept(session_id))
 
 
 def _delete_kept_logs(sessions: Sequence[tuple[uuid.UUID, str]], errors: list[str]) -> int:
@@ -343,11 +349,18 @@ def _delete_kept_logs(sessions: Sequence[tuple[uuid.UUID, str]], errors: list[st
         return 0
     logs = session_logs()
     freed = 0
+    copies = kept_recordings()
     for session_id, _ in sessions:
         try:
             freed += logs.delete(session_id)
         except BlobStoreError as error:
             errors.append(f"{logs.location(session_id)}: could not be deleted: {error}")
+        if copies is None:
+            continue
+        try:  # what ingest kept of the recordings (blobviewer.kept_recordings)
+            freed += copies.delete(session_id)
+        except BlobStoreError as error:
+            errors.append(f"the kept recording of session {session_id}: {error}")
     return freed
 
 

@@ -30,7 +30,12 @@ from typing import IO, Protocol
 
 from blobviewer.data_dir import blob_store, sessions_dir
 from core.store.errors import BlobIOError, BlobStoreError
-from core.store.s3 import S3BlobStore, S3Objects, S3Reader  # boto3 only when one is made
+from core.store.s3 import (  # boto3 only when one is made
+    ObjectInfo,
+    S3BlobStore,
+    S3Objects,
+    S3Reader,
+)
 
 LOG_SUFFIX = ".jsonl"
 _CHUNK = 1 << 20
@@ -479,10 +484,14 @@ class KeptRecordings:
             f"({_COPY_ATTEMPTS} reads); ingest the recording again to keep a new copy"
         )
 
+    def kept(self, session_id: uuid.UUID) -> list[ObjectInfo]:
+        """Every object kept for the session (`<id>/…`: one copy per format)."""
+        return list(self.objects.list(str(uuid.UUID(str(session_id)))))
+
     def delete(self, session_id: uuid.UUID) -> int:
         """Delete every copy kept for the session; the bytes they held."""
         freed = 0
-        for info in list(self.objects.list(str(uuid.UUID(str(session_id))))):
+        for info in self.kept(session_id):
             self.objects.delete(info.name)
             freed += info.size
         return freed

@@ -8,15 +8,18 @@ import importlib
 import shutil
 import tarfile
 import uuid
+from datetime import timedelta
 from io import BytesIO, StringIO
 from pathlib import Path
 from typing import Any
 
 import pytest
 from django.core.management import call_command
+from django.utils import timezone
 
 from blobviewer.importers import claude_code, load_recording
 from blobviewer.models import Item, Session
+from blobviewer.retention import prune
 from blobviewer.session_logs import kept_recordings
 from core.store.s3 import S3Objects
 from importers.recordings import CLAUDE_CODE, FIXTURES, require_fixtures
@@ -280,3 +283,22 @@ def test_the_file_store_keeps_no_copies(tmp_path, data_dir, settings) -> None:
     assert kept_recordings() is None
     assert list((data_dir / "sessions").iterdir()) == []
     assert load_recording(recording).header["id"] == str(Session.objects.get().id)
+
+
+def test_prune_deletes_the_kept_recording_with_its_session(tmp_path, store, s3_site) -> None:
+    require_fixtures()
+    recording = tmp_path / CLAUDE_CODE.name
+    shutil.copyfile(CLAUDE_CODE, recording)
+    ingest(recording)
+    session = Session.objects.get()
+    kept = sessions_folder(s3_site)
+    size = CLAUDE_CODE.stat().st_size
+    later = timezone.now() + timedelta(days=30)
+
+    dry = prune(older_than=timedelta(days=1), now=later, dry_run=True)
+    assert dry.log_bytes == size
+    report = prune(older_than=timedelta(days=1), now=later)
+
+    assert report.session_ids == (session.id,)
+    assert report.log_bytes == size
+    assert [info.name for info in kept.list()] == []
