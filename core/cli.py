@@ -51,26 +51,20 @@ def _parser() -> argparse.ArgumentParser:
     inspect.add_argument("blob_id")
     inspect.add_argument("selector", nargs="?", help="e.g. lines:20-50, slice:0..5, key:results")
     for command in (store, inspect):
-        where = command.add_mutually_exclusive_group()
-        where.add_argument(
-            "--dir",
-            type=Path,
-            default=None,
-            help="the blob store directory (default: $BLOBVIEWER_DATA/blobs, else ./data/blobs)",
-        )
-        where.add_argument(
-            "--store",
-            metavar="URL",
-            default=None,
-            help="the blob store: s3://bucket/prefix (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, "
-            "AWS_SECRET_ACCESS_KEY and AWS_REGION from the environment) or a directory",
-        )
+        _add_store_options(command)
     demo = commands.add_parser("demo", help="run the demo agent session into a data directory")
     demo.add_argument(
         "--data",
         type=Path,
         default=None,
         help="data directory (default: $BLOBVIEWER_DATA or ./data)",
+    )
+    demo.add_argument(
+        "--store",
+        metavar="URL",
+        default=None,
+        help="where the demo's blobs go: s3://bucket/prefix (AWS_* from the environment, "
+        "as for store and inspect) or a directory (default: <data>/blobs)",
     )
     _add_mcp(commands)
     return parser
@@ -101,12 +95,25 @@ def _add_mcp(commands: Any) -> None:
         "(POST /api/sessions; the token is read from $BLOBVIEWER_TOKEN)",
     )
     for command in (serve, proxy):
-        command.add_argument(
-            "--dir",
-            type=Path,
-            default=None,
-            help="the blob store directory (default: $BLOBVIEWER_DATA/blobs, else ./data/blobs)",
-        )
+        _add_store_options(command)
+
+
+def _add_store_options(command: argparse.ArgumentParser) -> None:
+    """`--dir DIR` or `--store URL`: the blob store a command works on."""
+    where = command.add_mutually_exclusive_group()
+    where.add_argument(
+        "--dir",
+        type=Path,
+        default=None,
+        help="the blob store directory (default: $BLOBVIEWER_DATA/blobs, else ./data/blobs)",
+    )
+    where.add_argument(
+        "--store",
+        metavar="URL",
+        default=None,
+        help="the blob store: s3://bucket/prefix (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, "
+        "AWS_SECRET_ACCESS_KEY and AWS_REGION from the environment) or a directory",
+    )
 
 
 def _read_input(name: str) -> str:
@@ -138,7 +145,8 @@ def _demo(args: argparse.Namespace) -> str:
     from core.demo import demo_main  # imported late: the demo pulls in the Worker and tools
 
     data_dir = args.data or Path(os.environ.get("BLOBVIEWER_DATA", "data"))
-    return demo_main(data_dir).rstrip("\n") + "\n"  # a report, not a tool output
+    store = open_store(args.store) if args.store else None
+    return demo_main(data_dir, store=store).rstrip("\n") + "\n"  # a report, not a tool output
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], str]] = {
@@ -198,8 +206,8 @@ def _mcp(args: argparse.Namespace) -> int:
     from core.mcp.cli import run_mcp_command  # imported late: it loads the mcp SDK
 
     try:
-        run_mcp_command(args, args.dir or default_blob_dir())
-    except CliError as error:
+        run_mcp_command(args, _open_store(args))
+    except (CliError, BlobStoreError) as error:
         return _fail(str(error))
     return 0
 

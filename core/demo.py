@@ -1,8 +1,10 @@
-"""A real agent run for a newcomer's first look: `python -m core demo [--data DIR]`.
+"""A real agent run for a newcomer's first look: `python -m core demo [--data DIR]
+[--store URL]`.
 
 The Worker runs with a ScriptedClient (no model, no network) and the real demo tools over
-this repository's own files. Its big outputs go to `<data>/blobs` and each session's log
-to `<data>/sessions`, where the site and `python -m core inspect` read them. The script
+this repository's own files. Its big outputs go to `<data>/blobs` (or the store given,
+e.g. `s3://bucket/prefix`, the site's BLOBVIEWER_BLOBS) and each session's log to
+`<data>/sessions`, where the site and `python -m core inspect` read them. The script
 reads a large file, greps, lists packages, reads a package's metadata, and calls
 `inspect` with every selector form, a bad one included.
 """
@@ -19,7 +21,7 @@ from core.agent.model_clients import ScriptedClient, Turn
 from core.agent.session_log import SessionLogWriter
 from core.agent.worker import RunResult, Worker
 from core.demo_tools import demo_tools
-from core.store import FsBlobStore
+from core.store import BlobStore, FsBlobStore
 from core.store.blob_id import BlobId, find_blob_refs
 
 __all__ = ["DemoError", "DemoResult", "DemoSession", "demo_main", "report", "run_demo"]
@@ -51,6 +53,7 @@ class DemoSession:
 class DemoResult:
     data_dir: Path
     sessions: tuple[DemoSession, ...]
+    blobs: str = ""  # where the blobs went, for people: a folder, or an s3:// URL
 
     @property
     def items(self) -> int:
@@ -210,8 +213,11 @@ _SESSIONS: tuple[tuple[str, str, Callable[[Path], list[Turn]]], ...] = (
 # -- running ----------------------------------------------------------------------------------
 
 
-async def run_demo_async(data_dir: Path, *, repo_root: Path = REPO_ROOT) -> DemoResult:
-    store = FsBlobStore(data_dir / "blobs")
+async def run_demo_async(
+    data_dir: Path, *, repo_root: Path = REPO_ROOT, store: BlobStore | None = None
+) -> DemoResult:
+    if store is None:
+        store = FsBlobStore(data_dir / "blobs")
     tools = demo_tools(repo_root)
     sessions = []
     for title, question, script in _SESSIONS:
@@ -223,12 +229,15 @@ async def run_demo_async(data_dir: Path, *, repo_root: Path = REPO_ROOT) -> Demo
             worker = Worker(client, tools, store, system=SYSTEM_PROMPT, session_log=log)
             result = await worker.run(question)
         sessions.append(DemoSession(title, log.session_id, log.path, result))
-    return DemoResult(data_dir, tuple(sessions))
+    return DemoResult(data_dir, tuple(sessions), str(store))
 
 
-def run_demo(data_dir: Path, *, repo_root: Path = REPO_ROOT) -> DemoResult:
-    """Run the demo sessions, writing blobs and session logs under *data_dir*."""
-    return asyncio.run(run_demo_async(Path(data_dir), repo_root=Path(repo_root)))
+def run_demo(
+    data_dir: Path, *, repo_root: Path = REPO_ROOT, store: BlobStore | None = None
+) -> DemoResult:
+    """Run the demo sessions, writing session logs under *data_dir* and blobs into
+    *store* (default: `<data_dir>/blobs`)."""
+    return asyncio.run(run_demo_async(Path(data_dir), repo_root=Path(repo_root), store=store))
 
 
 def report(result: DemoResult) -> str:
@@ -248,7 +257,7 @@ def report(result: DemoResult) -> str:
     lines += [
         f"Total: {result.items} items; tool outputs {result.output_bytes:,} bytes, "
         f"{result.history_bytes:,} of them in the history ({kept:,} kept out); "
-        f"{_plural(len(result.blob_ids), 'blob')} in {result.data_dir / 'blobs'}",
+        f"{_plural(len(result.blob_ids), 'blob')} in {result.blobs or result.data_dir / 'blobs'}",
     ]
     return "\n".join(lines)
 
@@ -257,6 +266,9 @@ def _plural(count: int, word: str) -> str:
     return f"{count} {word}{'' if count == 1 else 's'}"
 
 
-def demo_main(data_dir: Path, *, repo_root: Path = REPO_ROOT) -> str:
-    """`python -m core demo`: run the demo into *data_dir* and return the report."""
-    return report(run_demo(data_dir, repo_root=repo_root))
+def demo_main(
+    data_dir: Path, *, repo_root: Path = REPO_ROOT, store: BlobStore | None = None
+) -> str:
+    """`python -m core demo`: run the demo into *data_dir* (blobs into *store* when given)
+    and return the report."""
+    return report(run_demo(data_dir, repo_root=repo_root, store=store))

@@ -12,7 +12,7 @@ from core.agent.session_log import read_session_log
 from core.cli import main
 from core.demo import DemoResult, report, run_demo
 from core.inspect_tool import inspect_blob
-from core.store import FsBlobStore
+from core.store import FsBlobStore, open_store
 from core.store.blob_id import find_blob_refs
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -112,3 +112,16 @@ def test_python_m_core_demo_runs_it_into_the_data_directory(
     assert len(logs) >= 2
     header = json.loads(logs[0].read_text().splitlines()[0])
     assert header["model"] == "scripted-demo"
+
+
+def test_the_demo_writes_its_blobs_into_the_store_it_is_given(tmp_path, s3_place) -> None:
+    store = open_store(s3_place.url)
+    result = run_demo(tmp_path / "data", repo_root=REPO_ROOT, store=store)
+
+    assert result.blob_ids
+    for blob_id in result.blob_ids:
+        store.load_sync(blob_id)  # raises if missing or damaged
+    assert not (tmp_path / "data" / "blobs").exists()
+    assert f"in {s3_place.url}" in report(result).splitlines()[-1]
+    for session in result.sessions:  # the logs stay in the data folder, as before
+        assert session.log_path.parent == tmp_path / "data" / "sessions"

@@ -10,6 +10,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
 from blobviewer.models import Blob, Session
+from core.store.s3 import S3Objects
 
 pytestmark = pytest.mark.django_db
 
@@ -43,3 +44,29 @@ def test_it_leaves_existing_sessions_and_users_alone(data_dir, sample_log, user)
     assert "No sessions in" not in out
     assert "Created user" not in out
     assert list(Session.objects.values_list("id", flat=True)) == [sample_log.id]
+
+
+def test_on_object_storage_the_demo_blobs_go_into_the_bucket(data_dir, s3_site, settings, tmp_path):
+    out = serve_demo()
+
+    assert f"Blobs: {s3_site.url}" in out
+    blobs = list(Blob.objects.all())
+    assert blobs and not any(blob.missing for blob in blobs)
+    bucket = S3Objects.from_url(s3_site.url)
+    names = {info.name for info in bucket.list()}
+    for blob in blobs:
+        assert f"{blob.id}.txt" in names or f"{blob.id}.json" in names
+    assert not any(data_dir.joinpath("blobs").iterdir())  # nothing only this host has
+    for session in Session.objects.all():  # ingest kept the demo's logs in the bucket too
+        assert f"sessions/{session.id}/blobviewer.recording" in names
+
+    # A second server on the same database and bucket, with its own empty data folder.
+    other = tmp_path / "other-host"
+    (other / "sessions").mkdir(parents=True)
+    settings.BLOBVIEWER_DATA = other
+    sessions = Session.objects.count()
+
+    again = serve_demo()
+
+    assert "No sessions in" not in again
+    assert Session.objects.count() == sessions

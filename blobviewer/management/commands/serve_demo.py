@@ -3,6 +3,11 @@
 Migrates, writes the demo sessions into the data directory when it has none, ingests
 them, creates an `admin` user with a random password (printed once) when there are no
 users, then runs the development server on 127.0.0.1:8000.
+
+With BLOBVIEWER_BLOBS on an object store the demo's blobs go into the bucket (`python -m
+core demo --store URL`), where every server on it reads them, and ingest keeps the demo's
+logs there too; the demo is then written only when the database has no sessions either,
+so a second server on the same database and bucket does not add a second demo.
 """
 
 from __future__ import annotations
@@ -16,7 +21,8 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
-from blobviewer.data_dir import data_dir, sessions_dir
+from blobviewer.data_dir import blobs_url, data_dir, on_object_store, sessions_dir
+from blobviewer.models import Session
 
 
 class Command(BaseCommand):
@@ -31,18 +37,23 @@ class Command(BaseCommand):
     def handle(self, *args: Any, addrport: str, no_serve: bool, **options: Any) -> None:
         call_command("migrate", interactive=False, verbosity=0)
         sessions = sessions_dir()
-        if not any(sessions.glob("*.jsonl")):
+        shared = on_object_store() and Session.objects.exists()  # another server's demo
+        if not any(sessions.glob("*.jsonl")) and not shared:
             self._write_demo()
         if any(sessions.glob("*.jsonl")):
             call_command("ingest", str(sessions), stdout=self.stdout, stderr=self.stderr)
         self._ensure_admin()
         self.stdout.write(f"Data directory: {data_dir()}")
+        if on_object_store():
+            self.stdout.write(f"Blobs: {blobs_url()}")
         if not no_serve:
             call_command("runserver", addrport, use_reloader=False)
 
     def _write_demo(self) -> None:
         self.stdout.write(f"No sessions in {sessions_dir()}; writing the demo sessions...")
         command = [sys.executable, "-m", "core", "demo", "--data", str(data_dir())]
+        if on_object_store():  # the AWS_* variables pass on to it with the environment
+            command += ["--store", blobs_url()]
         result = subprocess.run(command, capture_output=True, text=True, check=False)
         self.stdout.write(result.stdout.rstrip())
         if result.returncode != 0:
