@@ -20,7 +20,7 @@ from core.inspect_tool import (
     inspect_blob,
 )
 from core.mcp.wire import complete
-from core.store import FsBlobStore
+from core.store import BlobStore
 from core.store.errors import BlobStoreError
 
 BLOB_SCHEME = "blob://"
@@ -41,7 +41,7 @@ def inspect_tool(name: str = INSPECT_NAME) -> dict[str, Any]:
     return {"name": name, "description": description, "inputSchema": dict(INSPECT_PARAMETERS)}
 
 
-async def call_inspect(store: FsBlobStore, arguments: dict[str, Any] | None) -> dict[str, Any]:
+async def call_inspect(store: BlobStore, arguments: dict[str, Any] | None) -> dict[str, Any]:
     """The CallToolResult of `inspect` with *arguments*: its text, or the error as isError."""
     arguments = arguments or {}
     blob_id, selector = arguments.get("blob_id"), arguments.get("selector")
@@ -68,7 +68,7 @@ def is_blob_uri(uri: str) -> bool:
     return uri.startswith(BLOB_SCHEME)
 
 
-async def read_blob_resource(store: FsBlobStore, uri: str) -> dict[str, Any]:
+async def read_blob_resource(store: BlobStore, uri: str) -> dict[str, Any]:
     """resources/read of `blob://<id>`: the inspect overview of the blob, never the blob
     itself (which may be gigabytes). A bad or unknown id is a resource-not-found error."""
     try:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import os
-from pathlib import Path
 
 import anyio
 
@@ -12,25 +11,24 @@ from core.cli import CliError
 from core.mcp.proxy import ProxyError, run_proxy
 from core.mcp.recording import ProxyRecorder
 from core.mcp.server import serve
-from core.store import FsBlobStore
+from core.store import BlobStore
 
 TOKEN_VARIABLE = "BLOBVIEWER_TOKEN"
 
 
-def run_mcp_command(args: argparse.Namespace, blob_dir: Path) -> None:
+def run_mcp_command(args: argparse.Namespace, store: BlobStore) -> None:
     """Run `mcp serve` or `mcp proxy` until the agent closes stdin; raises CliError."""
     wrapped: list[str] = getattr(args, "wrapped", [])
     if args.mcp_command == "serve":
         if wrapped:
             raise CliError("mcp serve runs no command (to wrap a server, use mcp proxy)")
-        serve(blob_dir)
+        serve(store)
         return
     if not wrapped:
         raise CliError("mcp proxy needs the server's command after --, e.g. -- npx server-x")
     token = os.environ.get(TOKEN_VARIABLE) or None
     if args.upload and token is None:
         raise CliError(f"--upload needs a blobviewer API token in ${TOKEN_VARIABLE}")
-    store = FsBlobStore(blob_dir)
     recorder = ProxyRecorder(store, args.log_dir, args.upload, token, wrapped)
     try:
         anyio.run(run_proxy, wrapped, store, recorder)

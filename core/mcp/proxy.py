@@ -61,7 +61,7 @@ from core.mcp.blobs import (
 )
 from core.mcp.result_promotion import PromotedResult, promote_result
 from core.mcp.wire import NO_CACHING, complete
-from core.store import FsBlobStore
+from core.store import BlobStore
 from core.store.errors import BlobStoreError
 
 PROXY_NAME = "blobviewer-proxy"
@@ -207,7 +207,7 @@ class Proxy:
     """The handlers of the proxy's server, over a connected client of the wrapped server."""
 
     def __init__(
-        self, wrapped: Client, store: FsBlobStore, agent: _Agent, recording: _Recording
+        self, wrapped: Client, store: BlobStore, agent: _Agent, recording: _Recording
     ) -> None:
         self._wrapped = wrapped
         self._store = store
@@ -435,9 +435,7 @@ def _title(wrapped: Client) -> str:
 # -- running ------------------------------------------------------------------------------
 
 
-async def run_proxy(
-    command: list[str], store: FsBlobStore, recorder: Recorder | None = None
-) -> None:
+async def run_proxy(command: list[str], store: BlobStore, recorder: Recorder | None = None) -> None:
     """Serve the agent on stdin/stdout in front of *command* until stdin closes or SIGTERM.
 
     Raises ProxyError when the wrapped server cannot be started, does not answer the MCP
@@ -465,9 +463,7 @@ async def run_proxy(
         raise ProxyError(f"the wrapped server exited: {shlex.join(command)}")
 
 
-async def _serve(
-    wrapped: _Wrapped, store: FsBlobStore, agent: _Agent, recording: _Recording
-) -> None:
+async def _serve(wrapped: _Wrapped, store: BlobStore, agent: _Agent, recording: _Recording) -> None:
     client = Client(
         wrapped,
         mode="legacy",  # every SDK server speaks the handshake; roots and list changes ride it

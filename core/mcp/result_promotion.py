@@ -28,7 +28,7 @@ from core.content import Stored, Structured
 from core.json_values import JsonError, dumps_for_storage, parse_json
 from core.mcp.blobs import blob_uri
 from core.promotion import admit_sync, promote
-from core.store import FsBlobStore
+from core.store import BlobStore
 from core.store.blob_id import BlobId
 from core.store.errors import BlobStoreError
 
@@ -46,7 +46,7 @@ class PromotedResult:
 
 
 def promote_result(
-    raw: dict[str, Any], store: FsBlobStore, policy: Policy = DEFAULT_POLICY
+    raw: dict[str, Any], store: BlobStore, policy: Policy = DEFAULT_POLICY
 ) -> PromotedResult:
     """Promote the CallToolResult *raw*; blocking (it writes blobs): run it in a thread."""
     content = raw.get("content")
@@ -142,7 +142,7 @@ def _replace_blocks(blocks: list[Any], dropped: set[int], summaries: list[str]) 
     return kept
 
 
-def _resource_link(store: FsBlobStore, blob_id: BlobId, is_json: bool) -> dict[str, Any]:
+def _resource_link(store: BlobStore, blob_id: BlobId, is_json: bool) -> dict[str, Any]:
     link: dict[str, Any] = {
         "type": "resource_link",
         "uri": blob_uri(blob_id),

@@ -6,7 +6,6 @@ links the proxy puts beside its summaries) read as the inspect overview of the b
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -25,12 +24,12 @@ from core.mcp.blobs import (
     tool_error,
 )
 from core.mcp.wire import NO_CACHING, complete
-from core.store import FsBlobStore
+from core.store import BlobStore
 
 SERVER_NAME = "blobviewer"
 
 
-def build_server(store: FsBlobStore) -> Server[Any]:
+def build_server(store: BlobStore) -> Server[Any]:
     """The `inspect` server over *store* (also used in-process by tests and the bench)."""
 
     async def list_tools(
@@ -68,12 +67,12 @@ def build_server(store: FsBlobStore) -> Server[Any]:
     )
 
 
-async def _serve(store: FsBlobStore) -> None:
+async def _serve(store: BlobStore) -> None:
     server = build_server(store)
     async with stdio_server() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
-def serve(blob_dir: Path) -> None:
-    """Serve until stdin closes."""
-    anyio.run(_serve, FsBlobStore(blob_dir))
+def serve(store: BlobStore) -> None:
+    """Serve *store*'s blobs until stdin closes."""
+    anyio.run(_serve, store)

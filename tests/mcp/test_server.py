@@ -24,7 +24,7 @@ from core.inspect_tool import (
     InspectError,
     inspect_blob,
 )
-from core.store import FsBlobStore
+from core.store import FsBlobStore, open_store
 
 REPO = Path(__file__).resolve().parents[2]
 WAIT = 60  # a deadline against a hung test, never a measure of speed
@@ -194,3 +194,33 @@ def test_importing_core_and_its_cli_does_not_load_the_mcp_sdk():
         [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=WAIT
     )
     assert done.stdout == "False\n", done.stderr
+
+
+def test_it_serves_an_object_store_given_by_store_url(s3_place) -> None:
+    """`--store s3://bucket/prefix`: the same tool over blobs in object storage."""
+    store = open_store(s3_place.url)
+    blob_id = str(store.store_sync(Text(TEXT)))
+    parameters = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "core", "mcp", "serve", "--store", s3_place.url],
+        cwd=REPO,
+        env=dict(os.environ),
+    )
+    client = Client(parameters, read_timeout_seconds=WAIT)
+    with start_blocking_portal() as portal, portal.wrap_async_context_manager(client):
+        result = portal.call(client.call_tool, "inspect", _arguments(blob_id, "lines:20-30"))
+    assert not result.is_error
+    assert _text(result) == inspect_blob(store, blob_id, "lines:20-30")
+    assert "lines 20-30 of 500" in _text(result)
+
+
+def test_dir_and_store_cannot_both_be_given(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "core", "mcp", "serve", "--dir", str(tmp_path), "--store", "x"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=WAIT,
+    )
+    assert done.returncode == 2
+    assert "not allowed with argument" in done.stderr
