@@ -1019,7 +1019,7 @@ def _storable_text(value: Any) -> str:
     """_storable(_text(value)), the common case in one call."""
     if not isinstance(value, str):
         return ""
-    return value if _UNSTORABLE.search(value) is None else _storable(value)
+    return _storable(value)
 
 
 _ITEM_TYPES = frozenset(Item.Type.values)
@@ -1051,6 +1051,8 @@ def _tool_calls(value: Any) -> list[dict[str, Any]]:
 
 
 def _storable(text: str) -> str:
+    if text.isascii():  # much faster than the regex over a long text
+        return text.replace("\x00", "\u2400") if "\x00" in text else text
     if not _UNSTORABLE.search(text):
         return text
     return _UNSTORABLE.sub(lambda m: "\u2400" if m.group() == "\x00" else "\ufffd", text)

@@ -326,3 +326,14 @@ def test_tool_call_arguments_are_made_storable_as_a_walk_over_them_would(value):
 
     assert made == walked
     assert repr(made) == repr(walked)  # the same strings, keys and key order
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=st.sampled_from("ab\x00\ud800\udfffé✓\n"), max_size=30))
+def test_text_is_made_storable_with_nul_and_lone_surrogates_stood_in_for(text):
+    expected = "".join(
+        "\u2400" if c == "\x00" else "\ufffd" if "\ud800" <= c <= "\udfff" else c for c in text
+    )
+
+    assert ingest_module._storable(text) == expected
+    assert ingest_module._storable_text(text) == expected
