@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from blobviewer.importers import claude_code, load_recording
@@ -302,3 +302,26 @@ def test_prune_deletes_the_kept_recording_with_its_session(tmp_path, store, s3_s
     assert report.session_ids == (session.id,)
     assert report.log_bytes == size
     assert [info.name for info in kept.list()] == []
+
+
+def test_a_copy_that_cannot_be_kept_fails_the_files_ingest_and_says_why(
+    tmp_path, data_dir, s3_place, settings
+) -> None:
+    """A bucket that is not there: the session is recorded (nothing big to store), but
+    the command says its copy was not kept and exits non-zero."""
+    settings.BLOBVIEWER_BLOBS = f"s3://no-such-bucket-{uuid.uuid4().hex[:8]}/team"
+    chat = tmp_path / "chat.json"
+    chat.write_text(
+        '[{"role": "user", "content": "hello"}, {"role": "assistant", "content": "hi"}]'
+    )
+    out, err = StringIO(), StringIO()
+
+    with pytest.raises(CommandError) as failed:
+        call_command("ingest", str(chat), stdout=out, stderr=err)
+
+    assert failed.value.returncode == 1
+    assert f"{chat}: ingested, but its copy could not be kept in the object store" in (
+        err.getvalue()
+    )
+    assert "NoSuchBucket" in err.getvalue()
+    assert Session.objects.count() == 1
