@@ -71,8 +71,8 @@ def test_the_list_shows_received_in_history_and_the_ratio(logged_in_client):
     assert 'title="3,000,000 bytes received">2.9\xa0MB</span> → ' in row
     assert 'title="1,000,000 bytes in the history">976.6\xa0KB</span>' in row
     assert 'title="2,000,000 bytes kept out of context">(1.9\xa0MB)</span>' in row
-    assert '<td class="num ratio">3.0×</td>' in row
-    assert '<td class="num ratio">—</td>' in row_of(html, "Nothing received")
+    assert '<td class="num ratio" data-label="Ratio">3.0×</td>' in row
+    assert '<td class="num ratio" data-label="Ratio">—</td>' in row_of(html, "Nothing received")
 
 
 def test_the_session_page_shows_received_in_history_and_the_ratio(logged_in_client):
@@ -102,7 +102,7 @@ def test_a_recorded_session_shows_what_promotion_kept_out(logged_in_client, samp
     html = logged_in_client.get(reverse("session_list")).content.decode()
 
     assert session.output_bytes_received > 10 * session.output_bytes_in_history > 0
-    assert f'<td class="num ratio">{expected}</td>' in row_of(html, "Fix the build")
+    assert f'<td class="num ratio" data-label="Ratio">{expected}</td>' in row_of(html, "Fix the build")
 
 
 def test_the_totals_are_the_sums_over_the_filtered_sessions(logged_in_client):
@@ -114,7 +114,7 @@ def test_the_totals_are_the_sums_over_the_filtered_sessions(logged_in_client):
 
     row = totals_row(html)
     assert "all 2 matching sessions" in row
-    cells = re.findall(r'<td class="num[^"]*">([^<]*)</td>', row)
+    cells = re.findall(r'<td class="num[^"]*"[^>]*>([^<]*)</td>', row)
     assert cells == ["12", "0", "0", "5", "15.0×"]  # items, steps, errors, blobs, ratio
     spans = re.findall(r'<span (?:class="kept" )?title="([^"]*)">([^<]*)</span>', row)
     assert spans == [
