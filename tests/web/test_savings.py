@@ -102,7 +102,8 @@ def test_a_recorded_session_shows_what_promotion_kept_out(logged_in_client, samp
     html = logged_in_client.get(reverse("session_list")).content.decode()
 
     assert session.output_bytes_received > 10 * session.output_bytes_in_history > 0
-    assert f'<td class="num ratio" data-label="Ratio">{expected}</td>' in row_of(html, "Fix the build")
+    cell = f'<td class="num ratio" data-label="Ratio">{expected}</td>'
+    assert cell in row_of(html, "Fix the build")
 
 
 def test_the_totals_are_the_sums_over_the_filtered_sessions(logged_in_client):
