@@ -30,6 +30,8 @@ import orjson
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from promotion_bench import json_text  # noqa: E402  (bench/ is the script's folder)
+
 from core.content import Text  # noqa: E402
 from core.inspect_tool import inspect_blob  # noqa: E402
 from core.promotion import admit_sync, promote  # noqa: E402
@@ -321,20 +323,6 @@ def _measure_case(name: str, path: Path, repeat: int = 3) -> tuple[float, float,
     return min(r[0] for r in runs), min(r[1] for r in runs), max(r[2] for r in runs)
 
 
-def _json_text(kind: str, mb: int) -> bytes:
-    """About *mb* MB of compact JSON: an array of small records, or an object of them."""
-    target, parts, size, n = mb * 1024 * 1024, [], 0, 0
-    while size < target:
-        record = {"id": n, "name": f"item {n}", "tags": ["alpha", "beta"], "score": n / 4}
-        piece = orjson.dumps(record)
-        if kind == "object":
-            piece = b'"k%07d":' % n + piece
-        parts.append(piece)
-        size, n = size + len(piece) + 1, n + 1
-    brackets = (b"[", b"]") if kind == "array" else (b"{", b"}")
-    return brackets[0] + b",".join(parts) + brackets[1]
-
-
 def grep_and_json_bench(mb: int, scratch: Path) -> list[str]:
     """grep: over *mb* MB against re.finditer (GNU grep -c printed beside it), and promotion
     of *mb* MB of JSON against orjson.loads + write; returns the goals missed."""
@@ -377,7 +365,7 @@ def grep_and_json_bench(mb: int, scratch: Path) -> list[str]:
         json_dir = scratch / f"json-{kind}"
         json_dir.mkdir()
         json_path = json_dir / "input.json"
-        json_path.write_bytes(_json_text(kind, mb))
+        json_path.write_bytes(json_text(kind, mb))
         size = json_path.stat().st_size
         cpu, wall, peak = _measure_case("promote", json_path)
         base_cpu, base_wall, base_peak = _measure_case("orjson_loads_and_write", json_path)

@@ -9,6 +9,7 @@ core.store.index use and rebuild.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
@@ -16,7 +17,7 @@ from typing import Literal, Protocol, runtime_checkable
 from core.content import Content
 from core.store.blob_id import BlobId
 
-__all__ = ["BLOCK", "BlobKind", "BlobReader", "BlobStat", "BlobStore"]
+__all__ = ["BLOCK", "AsyncTwins", "BlobKind", "BlobReader", "BlobStat", "BlobStore"]
 
 BlobKind = Literal["text", "json"]
 
@@ -134,3 +135,17 @@ class BlobStore(Protocol):
     def index_discard_sync(self, name: str) -> None:
         """Delete the index *name*, if there is one."""
         ...
+
+
+class AsyncTwins:
+    """The async methods of a store whose work is its `_sync` methods: each runs its twin
+    in a worker thread, so an agent's event loop never waits on a disk or the network."""
+
+    async def store(self: BlobStore, content: Content) -> BlobId:
+        return await asyncio.to_thread(self.store_sync, content)
+
+    async def load(self: BlobStore, blob_id: BlobId | str) -> Content:
+        return await asyncio.to_thread(self.load_sync, blob_id)
+
+    async def exists(self: BlobStore, blob_id: BlobId | str) -> bool:
+        return await asyncio.to_thread(self.exists_sync, blob_id)

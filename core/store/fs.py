@@ -5,7 +5,6 @@ Layout: `<id>.txt` holds a Text as UTF-8, `<id>.json` a Structured value as JSON
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import errno
 import os
@@ -16,7 +15,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from core.content import Content
-from core.store.base import BlobKind, BlobStat, BlobStore
+from core.store.base import AsyncTwins, BlobKind, BlobStat, BlobStore
 from core.store.blob_id import BlobId, new_blob_id, parse_blob_id
 from core.store.encoding import (
     JSON_SUFFIX,
@@ -51,7 +50,7 @@ _SUFFIX_OF_KIND: dict[str, str] = {"text": TEXT_SUFFIX, "json": JSON_SUFFIX}
 _INDEX_NAME = re.compile(r"[0-9A-Za-z][0-9A-Za-z_-]*")
 
 
-class FsBlobStore:
+class FsBlobStore(AsyncTwins):
     """Blobs as files in one directory; async methods for agents, `_sync` twins for the rest.
 
     Writes go to a temporary file in the same directory and are renamed into place, so a
@@ -81,17 +80,6 @@ class FsBlobStore:
 
     def __str__(self) -> str:  # where it is, for messages
         return str(self.root)
-
-    # -- async protocol ---------------------------------------------------------------
-
-    async def store(self, content: Content) -> BlobId:
-        return await asyncio.to_thread(self.store_sync, content)
-
-    async def load(self, blob_id: BlobId | str) -> Content:
-        return await asyncio.to_thread(self.load_sync, blob_id)
-
-    async def exists(self, blob_id: BlobId | str) -> bool:
-        return await asyncio.to_thread(self.exists_sync, blob_id)
 
     # -- sync twins ---------------------------------------------------------------------
 

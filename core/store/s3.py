@@ -43,7 +43,6 @@ None (get, head, open) or nothing (delete).
 
 from __future__ import annotations
 
-import asyncio
 import collections
 import contextlib
 import os
@@ -56,7 +55,7 @@ from datetime import datetime
 from typing import Any
 
 from core.content import Content
-from core.store.base import BLOCK, BlobKind, BlobStat
+from core.store.base import BLOCK, AsyncTwins, BlobKind, BlobStat
 from core.store.blob_id import BlobId, new_blob_id, parse_blob_id
 from core.store.encoding import (
     JSON_SUFFIX,
@@ -748,7 +747,7 @@ def _total_size(content_range: str | None, fallback: int) -> int:
 # -- the blob store -----------------------------------------------------------------------
 
 
-class S3BlobStore:
+class S3BlobStore(AsyncTwins):
     """Blobs as objects `<prefix>/<id>.txt` / `<prefix>/<id>.json` in an S3 bucket; async
     methods for agents (a thread each, as FsBlobStore), `_sync` twins for the rest.
 
@@ -802,17 +801,6 @@ class S3BlobStore:
     def objects(self, folder: str) -> S3Objects:
         """Plain objects under `<prefix>/<folder>/` (e.g. ``"sessions"``), beside the blobs."""
         return self.objects_root.child(folder)
-
-    # -- async protocol -------------------------------------------------------------------
-
-    async def store(self, content: Content) -> BlobId:
-        return await asyncio.to_thread(self.store_sync, content)
-
-    async def load(self, blob_id: BlobId | str) -> Content:
-        return await asyncio.to_thread(self.load_sync, blob_id)
-
-    async def exists(self, blob_id: BlobId | str) -> bool:
-        return await asyncio.to_thread(self.exists_sync, blob_id)
 
     # -- sync twins -----------------------------------------------------------------------
 
