@@ -27,7 +27,7 @@ import os
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -40,8 +40,11 @@ from blobviewer.bulk_insert import insert_objects
 from blobviewer.data_dir import blob_store, data_dir, on_object_store, renderings
 from blobviewer.json_rendering import write_rendering, write_rendering_of_value
 from blobviewer.models import Blob
-from blobviewer.provenance import read_preview
-from core.content import content_kind
+from blobviewer.provenance import PREVIEW_READ_BYTES, preview_of, read_preview
+from core.content import Content, Structured, Text, content_kind, encode_text
+from core.json_stream import PromotedJson
+from core.json_values import dumps_for_storage
+from core.lines import count_lines
 from core.store import (
     TEMP_PREFIX,
     BlobNotFound,
@@ -74,13 +77,26 @@ class BlobFacts:
             row.save()
 
 
-def index_blobs(blob_ids: Iterable[uuid.UUID], *, store: BlobStore) -> BlobFacts:
+def index_blobs(
+    blob_ids: Iterable[uuid.UUID],
+    *,
+    store: BlobStore,
+    stored: Mapping[uuid.UUID, Blob] | None = None,
+) -> BlobFacts:
     """The facts of every id's blob, to be saved with BlobFacts.save(): ids the database
     does not know and ones it knows as missing or unreadable are (re)read from the store
     (files read and big JSON renderings written now, so that the caller's transaction
-    does not wait for them); the others are its rows as they are. One query."""
+    does not wait for them); the others are its rows as they are. At most one query.
+
+    *stored* holds rows made by stored_blob_facts for blobs the caller has just stored
+    under new ids (which no row can have yet): those are new rows, neither looked up nor
+    read again."""
     ids = set(blob_ids)
+    known = {blob_id: row for blob_id, row in (stored or {}).items() if blob_id in ids}
+    ids -= known.keys()
     facts = BlobFacts(rows=Blob.objects.in_bulk(list(ids)) if ids else {})
+    facts.rows.update(known)
+    facts.new.extend(known.values())
     for blob_id in ids:
         row = facts.rows.get(blob_id)
         if row is None or row.missing or row.error:
@@ -128,6 +144,36 @@ def read_blob_facts(
     except (BlobStoreError, OSError) as error:
         row.error = str(error)[:500]
     return row
+
+
+def stored_blob_facts(blob_id: uuid.UUID, content: Content, *, store: BlobStore) -> Blob | None:
+    """What read_blob_facts reads of the blob *content* has just been stored as (in *store*,
+    under *blob_id*), made from the content in hand instead of the file; nothing is saved.
+    None for a blob that has to be read: one that gets an index file or a rendering (a
+    big one), or content held as a promoted stream."""
+    if isinstance(content, Text):
+        data, kind = encode_text(content.text), "text"
+    elif isinstance(content, Structured) and not isinstance(content, PromotedJson):
+        value = content.value
+        if not isinstance(value, list | dict):
+            return None
+        data, kind = dumps_for_storage(value), "json"
+    else:
+        return None
+    if len(data) >= min(store.index_min_bytes, RENDER_JSON_FROM_BYTES):
+        return None
+    return Blob(
+        id=blob_id,
+        kind=content_kind(content),
+        size=len(data),
+        # A text's lines as its index counts them; an array's entries, an object's keys.
+        count=count_lines(content.text) if kind == "text" else len(value),
+        created_at=blob_created_at(blob_id),
+        missing=False,
+        error="",
+        indexed_at=timezone.now(),
+        preview=preview_of(data[:PREVIEW_READ_BYTES], kind),
+    )
 
 
 # A JSON blob this big gets its indented rendering written once, with a line index, so

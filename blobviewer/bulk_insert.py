@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
+from datetime import UTC
 from operator import attrgetter
 from typing import Any
 
@@ -208,6 +209,8 @@ def _converter(field: Any, connection: BaseDatabaseWrapper) -> Convert:
             return _as_is
         return _uuid_hex
     if kind == "DateTimeField":
+        if connection.vendor == "sqlite" and connection.timezone is UTC:
+            return _sqlite_utc_text(ops.adapt_datetimefield_value)
         return ops.adapt_datetimefield_value
     if kind == "DurationField":
         if features.has_native_duration_field:
@@ -247,6 +250,19 @@ _AS_IS = frozenset(
 
 def _as_is(value: Any) -> Any:
     return value
+
+
+def _sqlite_utc_text(adapt: Convert) -> Convert:
+    """*adapt* (SQLite's adapt_datetimefield_value on a connection in UTC), quicker for a
+    time in UTC, which is how ingest hands times over: the same text, without the
+    conversion to UTC that it does not need."""
+
+    def convert(value: Any) -> Any:
+        if value is not None and value.tzinfo is UTC:
+            return str(value.replace(tzinfo=None))
+        return adapt(value)
+
+    return convert
 
 
 def _uuid_hex(value: Any) -> Any:

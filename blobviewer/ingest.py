@@ -41,12 +41,12 @@ from typing import Any
 import orjson
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import DatabaseError, transaction
-from django.db.models import Count, F, Q, Sum
+from django.db import DatabaseError, connection, transaction
+from django.db.models import Count, F, Model, Q, Sum
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from blobviewer.blob_index import BlobFacts, index_blobs
+from blobviewer.blob_index import BlobFacts, index_blobs, stored_blob_facts
 from blobviewer.bulk_insert import insert_objects, insert_rows
 from blobviewer.importers import (
     OUR_FORMAT,
@@ -371,10 +371,18 @@ def ingest_session(
         rebuild=rebuild,
     )
     written: list[uuid.UUID] = []
+    stored: dict[uuid.UUID, Blob] = {}  # the rows of blobs written, made as they were
     reused: list[uuid.UUID] = []
     try:
         new_records = [
-            _promoted(record, store=store, policy=policy, source_path=source_path, written=written)
+            _promoted(
+                record,
+                store=store,
+                policy=policy,
+                source_path=source_path,
+                written=written,
+                stored=stored,
+            )
             for record in plan.new
         ]
         rederived_records = [
@@ -384,23 +392,21 @@ def ingest_session(
                 policy=policy,
                 source_path=source_path,
                 written=written,
+                stored=stored,
                 reuse=plan.old_blobs.get(record["seq"]),
                 reused=reused,
             )
             for record in plan.rederived
         ]
-        referenced = {
-            blob_id
-            for record in [*new_records, *rederived_records]
-            for field in ("text", "output")
-            for blob_id in find_blob_refs(_text(record.get(field)))
-        }
-        blobs = index_blobs(referenced, store=store)
         new_items = [_item(session_id, source_path, record) for record in new_records]
         rederived = [
             _item(session_id, source_path, record, pk=plan.item_pks[record["seq"]])
             for record in rederived_records
         ]
+        # Each item's blob references, found once (making text storable touches none).
+        item_refs = [(item, _refs(item)) for item in [*new_items, *rederived]]
+        referenced = {blob_id for _, blob_ids in item_refs for blob_id in blob_ids}
+        blobs = index_blobs(referenced, store=store, stored=stored)
         _size_promoted(new_items, new_records, blobs)
         _size_promoted(rederived, rederived_records, blobs)
         fields = {
@@ -412,12 +418,19 @@ def ingest_session(
             "source_format": source_format,
             "importer_version": version,
         }
+        recorded_start = _datetime(header.get("created_at"))
+        status = _storable(_text(header.get("status")))
         with transaction.atomic():
             if plan.new_session:
                 # Inserted without save()'s signals: search indexes the title after the
                 # transaction, with the items. Another ingest that inserts this session
                 # meanwhile makes this one fail, as its items would (their seqs are taken).
+                # Every item is known: the facts and totals go in with the row.
                 session = Session(id=session_id, owner=owner, **fields)
+                set_new_session_facts(
+                    session, new_items, recorded_start=recorded_start, status=status
+                )
+                _set_totals(session, new_items, referenced)
                 Session.objects.bulk_create([session])
             else:
                 session, _ = Session.objects.update_or_create(id=session_id, defaults=fields)
@@ -434,8 +447,6 @@ def ingest_session(
             else:
                 _check_not_pruned(session_id, source_path)
             _rederive(plan, rederived)
-            recorded_start = _datetime(header.get("created_at"))
-            status = _storable(_text(header.get("status")))
             # A first ingest knows every item of the session: its facts and totals come
             # from them, not from reading the rows back (checked under the lock: the
             # plan was made before it).
@@ -443,11 +454,11 @@ def ingest_session(
             first = plan.new_session or (
                 plan.first and not Item.objects.filter(session_id=session_id).exists()
             )
-            if first:
+            if first and not plan.new_session:
                 set_new_session_facts(
                     session, new_items, recorded_start=recorded_start, status=status
                 )
-            else:
+            elif not first:
                 fill_step_durations(session, [*new_items, *rederived])
             _insert_items(new_items, rederived)
             written_items = [*new_items, *rederived]
@@ -461,7 +472,7 @@ def ingest_session(
                 blobs.rows[blob_id].made_by_title = title
             blobs.save()
             _refresh_tokens(plan.grown_tokens)
-            refs = [(item.id, blob_id) for item in written_items for blob_id in _refs(item)]
+            refs = [(item.id, blob_id) for item, blob_ids in item_refs for blob_id in blob_ids]
             insert_rows(
                 BlobRef,
                 ("item_id", "session_id", "blob_id"),
@@ -470,13 +481,13 @@ def ingest_session(
             made = {made_blob(item.type, item.tool, item.output) for item in written_items}
             if not made - {None} <= new_blobs:  # blobs that already had rows: linked now
                 link_made_by(session, written_items)
-            if first:
-                _set_totals(session, new_items, {blob_id for _, blob_id in refs})
-                session.save(update_fields=[*_TOTAL_FIELDS, *FACT_FIELDS, "updated_at"])
-            else:
+            if not first:
                 _size_found_late(session, blobs)
                 _update_totals(session)
                 update_session_facts(session, recorded_start=recorded_start, status=status)
+            elif not plan.new_session:  # a new session's were inserted with its row
+                _set_totals(session, new_items, {blob_id for _, blob_id in refs})
+                session.save(update_fields=[*_TOTAL_FIELDS, *FACT_FIELDS, "updated_at"])
     except BaseException as error:
         for blob_id in written:
             store.discard_sync(blob_id)
@@ -545,10 +556,13 @@ def _promoted(
     policy: Policy,
     source_path: str,
     written: list[uuid.UUID],
+    stored: dict[uuid.UUID, Blob],
     reuse: uuid.UUID | None = None,
     reused: list[uuid.UUID] | None = None,
 ) -> Mapping[str, Any]:
     """*record*, its tool output promoted when the recording kept a big one whole.
+    A blob written is added to *written*, and its row (made from the content in hand,
+    see stored_blob_facts) to *stored* unless it has to be read from the store.
 
     An output that already starts with `[blob:<id>]` is a summary our Worker wrote, or an
     inspect result (never promoted), and passes as it is. When the blob *reuse* (the one
@@ -581,6 +595,9 @@ def _promoted(
         ) from None
     if admitted.blob_id is not None:
         written.append(admitted.blob_id)
+        row = stored_blob_facts(admitted.blob_id, promoted.content, store=store)
+        if row is not None:
+            stored[admitted.blob_id] = row
     return {**record, "output": admitted.text, "received_bytes": utf8_size(output)}
 
 
@@ -608,9 +625,24 @@ def _session_id(header: Mapping[str, Any], source_path: str) -> uuid.UUID:
 
 
 def _check_not_pruned(session_id: uuid.UUID, source_path: str) -> None:
+    if not _has_row(PrunedSession, session_id):
+        return
     tombstone = PrunedSession.objects.filter(id=session_id).first()
     if tombstone is not None:
         raise SessionPruned(source_path, tombstone)
+
+
+def _has_row(model: type[Model], pk: uuid.UUID) -> bool:
+    """Whether *model* has a row with primary key *pk*: a query in plain SQL, as ingest
+    asks this a few times a file and the ORM takes ten times as long to ask it."""
+    meta = model._meta
+    quote = connection.ops.quote_name
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT 1 FROM {quote(meta.db_table)} WHERE {quote(meta.pk.column)} = %s",
+            [meta.pk.get_db_prep_value(pk, connection)],
+        )
+        return cursor.fetchone() is not None
 
 
 def _check_unique_seqs(records: Sequence[Mapping[str, Any]], source_path: str) -> None:
@@ -642,6 +674,8 @@ def _check_same_session(
     is *version* (else OutdatedSession, unless a *rebuild* re-derives it). The messages
     name no server path (the upload API passes them on): where the session was recorded
     from is in the detail."""
+    if not _has_row(Session, session_id):
+        return _Plan(new=list(records), first=True, new_session=True)
     existing = (
         Session.objects.filter(id=session_id)
         .values(

@@ -98,17 +98,39 @@ def read_preview(blob: BlobReader) -> str:
         head = blob.read(0, PREVIEW_READ_BYTES)
     except OSError:
         return ""
+    return preview_of(head, blob.kind)
+
+
+def preview_of(head: bytes, kind: str) -> str:
+    """read_preview of a blob of *kind* (`text` or `json`) whose first PREVIEW_READ_BYTES
+    bytes (or all, when it is shorter) are *head*."""
     # A character cut at the end of the read becomes U+FFFD; it is past any line shown.
     text = head.decode("utf-8", errors="replace")
-    if blob.kind == "json":
+    if kind == "json":
         lines: Iterable[str] = [text.replace("\n", " ")]
     else:
         lines = text.split("\n")
     for line in lines:
-        shown = one_line_text(line)
+        shown = _line_start(line)
         if shown:
             return shown if len(shown) <= PREVIEW_CHARS else shown[: PREVIEW_CHARS - 1] + "…"
     return ""
+
+
+# How much of a long line preview_of cleans first: far more than PREVIEW_CHARS, far less
+# than a one-line JSON blob's PREVIEW_READ_BYTES.
+_PREVIEW_SCAN = 1024
+
+
+def _line_start(line: str) -> str:
+    """one_line_text(line), or, for a long line, a text of more than PREVIEW_CHARS that
+    it starts with. Without terminal codes every character is cleaned on its own, so the
+    start of a line, cleaned, is the start of the line cleaned."""
+    if len(line) > _PREVIEW_SCAN and "\x1b" not in line:
+        start = one_line_text(line[:_PREVIEW_SCAN])
+        if len(start) > PREVIEW_CHARS:
+            return start
+    return one_line_text(line)
 
 
 # --- linking makers at ingest ------------------------------------------------------------------

@@ -21,8 +21,9 @@ import html
 import json
 import shlex
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 # Tool names as agents spell them, compared case-insensitively.
@@ -154,8 +155,15 @@ def parse_arguments(arguments: Any) -> Any:
 def arguments_view(tool: str, arguments: Any, *, budget: int | None = None) -> ArgsView:
     """*arguments* of a call to *tool*, laid out for reading; cut to about *budget* bytes
     of escaped text when a budget is given (see the module docstring)."""
+    return _view(tool, arguments, budget)
+
+
+def _view(tool: str, arguments: Any, budget: int | None, *, for_title: bool = False) -> ArgsView:
+    """arguments_view. *for_title*: only what one_line reads is filled in (kind, path,
+    action, command, pattern, blob id, selector): an edit's diff and the other fields,
+    which come last and cost the most, are left empty."""
+    cut = _TitleBudget(budget) if for_title else _Budget(budget)
     args = parse_arguments(arguments)
-    cut = _Budget(budget)
     name = tool.strip().casefold()
     if args is None or args == {} or args == "" or args == []:
         return ArgsView("none")
@@ -235,7 +243,12 @@ def one_line(
     src`, `inspect <blob> lines:1-40`; for tools this module does not know, the tool name.
     At most *limit* characters (a longer title ends with `…`). With *path_chars*, a longer
     path keeps its end (`…/tests/test_app.py`), the part that tells files apart."""
-    view = arguments_view(tool, arguments, budget=4 * limit)
+    view = _view(tool, arguments, 4 * limit, for_title=True)
+    return _title(tool, view, limit=limit, path_chars=path_chars)
+
+
+def _title(tool: str, view: ArgsView, *, limit: int, path_chars: int | None) -> str:
+    """one_line from the view of the call's arguments."""
     tool = tool.strip() or "(unnamed tool)"
     path = _path_tail(view.path, path_chars) if path_chars else view.path
     match view.kind:
@@ -262,13 +275,13 @@ def _edit_diff(
     for old_key, new_key in EDIT_PAIRS:
         old, new = args.get(old_key), args.get(new_key)
         if isinstance(old, str) and isinstance(new, str):
-            return cut.diff(_diff_lines(old, new)), (old_key, new_key)
+            return cut.diff(partial(_diff_lines, old, new)), (old_key, new_key)
         if isinstance(old, str) and new is None and action == "str_replace":
             # str_replace_editor without new_str deletes the old text.
-            return cut.diff(_diff_lines(old, "")), (old_key,)
+            return cut.diff(partial(_diff_lines, old, "")), (old_key,)
     edits = args.get("edits")
     if isinstance(edits, list) and edits and all(isinstance(e, dict) for e in edits):
-        lines: list[DiffLine] = []
+        pairs = []
         for edit in edits:
             pair = next(
                 (
@@ -280,16 +293,25 @@ def _edit_diff(
             )
             if pair is None:
                 return None, ()
-            if lines:
-                lines.append(DiffLine("@", ""))
-            lines.extend(_diff_lines(*pair))
-        return cut.diff(lines), ("edits",)
+            pairs.append(pair)
+        return cut.diff(partial(_edits_lines, pairs)), ("edits",)
     creates = name in ("write", "write_file", "create_file") or action == "create"
     if creates:
         key = _first_key(args, NEW_FILE_KEYS, str)
         if key:
-            return cut.diff([DiffLine("+", line) for line in _lines(args[key])]), (key,)
+            text = args[key]
+            return cut.diff(lambda: [DiffLine("+", line) for line in _lines(text)]), (key,)
     return None, ()
+
+
+def _edits_lines(pairs: list[tuple[str, str]]) -> list[DiffLine]:
+    """The diff of several edits (old, new), one after another, separated by "@" lines."""
+    lines: list[DiffLine] = []
+    for pair in pairs:
+        if lines:
+            lines.append(DiffLine("@", ""))
+        lines.extend(_diff_lines(*pair))
+    return lines
 
 
 def _diff_lines(old: str, new: str) -> list[DiffLine]:
@@ -407,7 +429,9 @@ class _Budget:
     def exhausted(self) -> bool:
         return self.limit is not None and self.spent >= self.limit
 
-    def diff(self, lines: list[DiffLine]) -> tuple[DiffLine, ...]:
+    def diff(self, make: Callable[[], list[DiffLine]]) -> tuple[DiffLine, ...]:
+        """The diff lines *make* makes, as far as the budget goes."""
+        lines = make()
         shown: list[DiffLine] = []
         for index, line in enumerate(lines):
             if self.exhausted:
@@ -429,6 +453,17 @@ class _Budget:
             key_text = self.take(str(key), markup=_LINE_MARKUP)
             shown.append(Field(key_text, self.take(text), block))
         return tuple(shown)
+
+
+class _TitleBudget(_Budget):
+    """A budget for one_line: what a title never shows (an edit's diff, the other
+    fields, which come after everything a title reads) is neither made nor spent."""
+
+    def diff(self, make: Callable[[], list[DiffLine]]) -> tuple[DiffLine, ...]:
+        return ()
+
+    def fields(self, values: dict[str, Any] | list[tuple[str, Any]]) -> tuple[Field, ...]:
+        return ()
 
 
 def is_blob_id(text: str) -> bool:

@@ -68,6 +68,18 @@ class _Shown:
             return self.prefix
         return cut_utf8(self.prefix, max(width - len(_ELLIPSIS_BYTES), 0)) + _ELLIPSIS_BYTES
 
+    def cut_size(self, width: int) -> int:
+        """len(self.cut(width)), without making the bytes (_fit asks it many times)."""
+        prefix = self.prefix
+        if self.size <= width:
+            return len(prefix)
+        size = max(width - len(_ELLIPSIS_BYTES), 0)
+        if size >= len(prefix):
+            return len(prefix) + len(_ELLIPSIS_BYTES)
+        while size > 0 and prefix[size] & 0xC0 == 0x80:  # as cut_utf8 backs off
+            size -= 1
+        return size + len(_ELLIPSIS_BYTES)
+
 
 def cut_line(line: str, width: int) -> str:
     """*line* if it is at most *width* bytes, else its cut prefix followed by `…`."""
@@ -83,7 +95,7 @@ def _fit(parts: list[Part], limit: int) -> str:
     newlines = len(parts) - 1
 
     def total(width: int) -> int:
-        return fixed + newlines + sum(len(p.cut(width)) for p in shown)
+        return fixed + newlines + sum([p.cut_size(width) for p in shown])
 
     widest = max((p.size for p in shown), default=0)
     width = widest

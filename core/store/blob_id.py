@@ -47,6 +47,8 @@ def blob_created_at(blob_id: BlobId) -> datetime | None:
 
 def find_blob_refs(text: str) -> list[BlobId]:
     """Every `[blob:<uuid>]` in *text*, in order of first appearance, without repeats."""
+    if "[blob:" not in text:  # most texts: a substring search is much quicker than the regex
+        return []
     seen: dict[BlobId, None] = {}
     for match in BLOB_REF.finditer(text):
         seen.setdefault(uuid.UUID(match.group(1)), None)

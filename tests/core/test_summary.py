@@ -18,7 +18,7 @@ from core.agent.policy import Policy
 from core.content import Structured, Text
 from core.json_values import display_key, dumps_compact, json_type, shape
 from core.lines import split_lines
-from core.summary import summarize
+from core.summary import _Shown, summarize
 
 BLOB_ID = uuid.UUID("0190f5e2-7c1a-7b3e-9c4d-123456789abc")
 REF = f"[blob:{BLOB_ID}]"
@@ -473,3 +473,14 @@ def test_any_json_value_gives_a_summary_within_the_limit(value: Any) -> None:
 def test_summaries_are_deterministic() -> None:
     text = "\n".join("é" * n for n in range(0, 2000, 97))
     assert summarize(BLOB_ID, Text(text)) == summarize(BLOB_ID, Text(text))
+
+
+@settings(max_examples=300)
+@given(
+    line=st.text(alphabet=st.sampled_from(["a", "é", "€", "😀", "\ud800", " "]), max_size=60),
+    limit=st.integers(0, 50),
+    width=st.integers(0, 60),
+)
+def test_the_size_of_a_cut_line_is_the_size_of_the_line_cut(line: str, limit: int, width: int):
+    shown = _Shown.of(line, limit)
+    assert shown.cut_size(width) == len(shown.cut(width))

@@ -337,3 +337,32 @@ def test_text_is_made_storable_with_nul_and_lone_surrogates_stood_in_for(text):
 
     assert ingest_module._storable(text) == expected
     assert ingest_module._storable_text(text) == expected
+
+
+def test_times_in_utc_are_stored_as_the_orm_stores_them():
+    by_django, by_us = new_session(), new_session()
+    moments = [
+        datetime(2025, 1, 2, 3, 4, 5, 678901, tzinfo=UTC),
+        datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC),  # no fraction: the text has none either
+        datetime(1, 1, 2, tzinfo=UTC),
+    ]
+    rows = [{**item_fields(n, by_us), "at": at} for n, at in enumerate(moments, start=1)]
+    Item.objects.bulk_create([Item(**{**row, "session_id": by_django.id}) for row in rows])
+
+    insert_objects(Item, [Row(**row) for row in rows], exclude=("id",))
+
+    assert stored(Item.objects.filter(session=by_us)) == stored(
+        Item.objects.filter(session=by_django)
+    )
+    # As the database holds them (SQLite: text), not only as they read back.
+    assert raw_times(by_us) == raw_times(by_django)
+
+
+def raw_times(session: Session) -> list[Any]:
+    session_id = Item._meta.get_field("session").get_db_prep_value(session.id, connection)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT at FROM {Item._meta.db_table} WHERE session_id = %s ORDER BY seq",
+            [session_id],
+        )
+        return [at for (at,) in cursor.fetchall()]

@@ -14,6 +14,7 @@ from blobviewer.tool_args import (
     ArgsView,
     DiffLine,
     Field,
+    _title,
     arguments_view,
     html_size,
     one_line,
@@ -299,4 +300,73 @@ def test_a_title_can_keep_the_end_of_a_long_path():
     assert one_line("Read", {"file_path": "a/b.py"}, path_chars=24) == "Read a/b.py"
     assert one_line("Grep", {"pattern": "x", "path": "/very/long/path/to/src"}, path_chars=12) == (
         "Grep x in …/to/src"
+    )
+
+
+# A title is made without the diff and fields a title never shows: the same title as the
+# whole view gives, for every tool this module knows and arguments of any shape.
+known_tools = st.sampled_from(
+    [
+        "bash",
+        "exec_command",
+        "Read",
+        "Edit",
+        "MultiEdit",
+        "Write",
+        "str_replace_editor",
+        "str_replace_based_edit_tool",
+        "Grep",
+        "glob",
+        "inspect",
+        "view",
+        "",
+        "other",
+    ]
+)
+argument_keys = st.sampled_from(
+    [
+        "command",
+        "cmd",
+        "file_path",
+        "path",
+        "old_string",
+        "new_string",
+        "old_str",
+        "new_str",
+        "content",
+        "file_text",
+        "edits",
+        "pattern",
+        "query",
+        "blob_id",
+        "selector",
+        "other",
+    ]
+)
+argument_values = st.one_of(
+    st.text(alphabet="ab \n/\t", max_size=12),
+    st.lists(st.text(alphabet="ab", max_size=3), max_size=3),
+    st.lists(
+        st.dictionaries(
+            st.sampled_from(["old_string", "new_string", "old_str", "new_str", "x"]),
+            st.text(alphabet="ab\n", max_size=6),
+            max_size=3,
+        ),
+        max_size=3,
+    ),
+    st.sampled_from(["create", "str_replace", "view", None, 3]),
+    json_values,
+)
+
+
+@given(
+    known_tools,
+    st.dictionaries(argument_keys, argument_values, max_size=5) | json_values,
+    st.integers(10, 120),
+    st.none() | st.integers(5, 40),
+)
+def test_a_title_is_what_the_whole_view_of_the_call_titles(tool, arguments, limit, path_chars):
+    whole = arguments_view(tool, arguments, budget=4 * limit)
+    assert one_line(tool, arguments, limit=limit, path_chars=path_chars) == _title(
+        tool, whole, limit=limit, path_chars=path_chars
     )
