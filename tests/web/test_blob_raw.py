@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
 
@@ -26,8 +27,59 @@ def stored(store, blob_id) -> bytes:
         return blob.read(0, blob.size)
 
 
-def open_files() -> int:
-    return len(os.listdir("/proc/self/fd"))
+class TrackedReader:
+    """A blob reader that remembers whether it was closed."""
+
+    def __init__(self, reader) -> None:
+        self.reader = reader
+        self.closed = False
+
+    def __getattr__(self, name: str):
+        return getattr(self.reader, name)
+
+    def close(self) -> None:
+        self.closed = True
+        self.reader.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+@pytest.fixture
+def opened(monkeypatch: pytest.MonkeyPatch) -> list[TrackedReader]:
+    """Every reader the raw view opens (through the site's store, whichever kind)."""
+    import blobviewer.views
+
+    readers: list[TrackedReader] = []
+    site_store = blobviewer.views.blob_store
+
+    class TrackingStore:
+        def __init__(self, store) -> None:
+            self.store = store
+
+        def __getattr__(self, name: str):
+            return getattr(self.store, name)
+
+        def open_sync(self, blob_id):
+            readers.append(TrackedReader(self.store.open_sync(blob_id)))
+            return readers[-1]
+
+    monkeypatch.setattr(blobviewer.views, "blob_store", lambda: TrackingStore(site_store()))
+    return readers
+
+
+def files_open_under(folder) -> list[str]:
+    """This process's open files inside *folder* (a file store's blobs, for one)."""
+    inside = []
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):  # the listing's own descriptor is gone by now
+            target = os.readlink(f"/proc/self/fd/{fd}")
+            if target.startswith(f"{folder}{os.sep}"):
+                inside.append(target)
+    return inside
 
 
 def test_it_streams_a_text_blob_as_utf8_plain_text(logged_in_client, text_blob, store):
@@ -64,26 +116,32 @@ def test_it_needs_a_login(client, text_blob):
 
 
 def test_a_big_blob_streams_in_blocks_with_its_length_and_closes_after(
-    logged_in_client, text_blob, store
+    logged_in_client, text_blob, store, opened, data_dir
 ):
     text = "".join(f"line {n:07d} of a long output\n" for n in range(40_000))  # ~1.3 MB
     blob_id = text_blob(text)
-    before = open_files()
 
     response = logged_in_client.get(reverse("blob_raw", args=[blob_id]))
-    pieces = list(response.streaming_content)
+    stream = iter(response.streaming_content)
+    pieces = [next(stream)]
+    assert len(opened) == 1 and not opened[0].closed  # open while it streams
+    pieces.extend(stream)
     response.close()
 
     assert len(pieces) > 1 and b"".join(pieces) == text.encode()
     assert response["Content-Length"] == str(len(text.encode()))
-    assert open_files() == before
+    assert opened[0].closed
+    assert files_open_under(data_dir) == []
 
 
-def test_a_download_closed_unread_lets_go_of_the_blob(logged_in_client, text_blob):
+def test_a_download_closed_unread_lets_go_of_the_blob(
+    logged_in_client, text_blob, opened, data_dir
+):
     blob_id = text_blob("never read\n")
-    before = open_files()
 
     response = logged_in_client.get(reverse("blob_raw", args=[blob_id]))
+    assert len(opened) == 1 and not opened[0].closed
     response.close()
 
-    assert open_files() == before
+    assert opened[0].closed
+    assert files_open_under(data_dir) == []
