@@ -23,9 +23,8 @@ printed in MB/s beside it (and in MB per CPU-second, server included); the time 
 as "all" includes it. A phase split says where
 the ingest time went: reading and parsing the recordings (in this process: the command
 reads the next files ahead in a worker meanwhile, see blobviewer.read_ahead), promotion
-(summaries included), writing blob files (with whatever core writes beside them; ingest
-writes them to a file store in a thread beside its other work, which the split leaves out),
-and the database.
+(summaries included), writing blob files (with whatever core writes beside them), and the
+database.
 
 After each run the bench checks what was recorded: one session per file, every item and
 every stored blob in the database, a search chunk for every item with text and a search
@@ -501,8 +500,6 @@ def report(name: str, results: list[dict[str, Any]]) -> int:
         print(f"{'':>8} the ingest's time: {split}")
         if "read" not in phases:
             print(f"{'':>8} (recordings were read ahead by a worker process, its CPU in CPU)")
-        if "blob files" not in phases:
-            print(f"{'':>8} (blob files were written by a thread beside promotion: not split)")
         for problem in result["problems"]:
             failures += 1
             print(f"{'':>8} CHECK FAILED: {problem}")

@@ -33,7 +33,6 @@ import json
 import re
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -42,7 +41,7 @@ from typing import Any
 import orjson
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import DatabaseError, connection, transaction
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, connection, transaction
 from django.db.models import Count, F, Model, Q, Sum
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
@@ -79,7 +78,7 @@ from core.content import Content, Stored, Text, encode_text, utf8_size
 from core.json_values import dumps_for_storage
 from core.promotion import admit_sync, promote
 from core.store import FsBlobStore
-from core.store.blob_id import BLOB_REF, blob_created_at, find_blob_refs, new_blob_id
+from core.store.blob_id import BLOB_REF, blob_created_at, find_blob_refs
 from core.store.errors import BlobStoreError
 from core.summary import summarize
 
@@ -358,7 +357,8 @@ def ingest_session(
     with *force* its tombstone goes (with the transaction) and it is ingested again.
     """
     session_id = _session_id(header, source_path)
-    if not force:
+    pruned, recorded = _known(session_id)
+    if pruned and not force:
         _check_not_pruned(session_id, source_path)
     _check_unique_seqs(records, source_path)
     version = importer_version(source_format) if version is None else version
@@ -370,11 +370,11 @@ def ingest_session(
         owner,
         version=version,
         rebuild=rebuild,
+        recorded=recorded,
     )
     written: list[uuid.UUID] = []
     stored: dict[uuid.UUID, Blob] = {}  # the rows of blobs written, made as they were
     reused: list[uuid.UUID] = []
-    writer = _BlobWriter(store, source_path)
     try:
         new_records = [
             _promoted(
@@ -384,7 +384,6 @@ def ingest_session(
                 source_path=source_path,
                 written=written,
                 stored=stored,
-                writer=writer,
             )
             for record in plan.new
         ]
@@ -396,13 +395,11 @@ def ingest_session(
                 source_path=source_path,
                 written=written,
                 stored=stored,
-                writer=writer,
                 reuse=plan.old_blobs.get(record["seq"]),
                 reused=reused,
             )
             for record in plan.rederived
         ]
-        writer.finish()  # every blob in the store before anything reads one
         new_items = [_item(session_id, source_path, record) for record in new_records]
         rederived = [
             _item(session_id, source_path, record, pk=plan.item_pks[record["seq"]])
@@ -436,7 +433,9 @@ def ingest_session(
                     session, new_items, recorded_start=recorded_start, status=status
                 )
                 _set_totals(session, new_items, referenced)
-                Session.objects.bulk_create([session])
+                session.ingested_at = session.updated_at = timezone.now()
+                insert_objects(Session, [session])
+                session._state.adding, session._state.db = False, DEFAULT_DB_ALIAS
             else:
                 session, _ = Session.objects.update_or_create(id=session_id, defaults=fields)
             if owner is not None and session.owner_id != owner.pk:
@@ -494,7 +493,6 @@ def ingest_session(
                 _set_totals(session, new_items, {blob_id for _, blob_id in refs})
                 session.save(update_fields=[*_TOTAL_FIELDS, *FACT_FIELDS, "updated_at"])
     except BaseException as error:
-        writer.finish(quietly=True)  # no blob lands after the others are discarded
         for blob_id in written:
             store.discard_sync(blob_id)
         Blob.objects.filter(id__in=written).delete()
@@ -563,14 +561,12 @@ def _promoted(
     source_path: str,
     written: list[uuid.UUID],
     stored: dict[uuid.UUID, Blob],
-    writer: _BlobWriter,
     reuse: uuid.UUID | None = None,
     reused: list[uuid.UUID] | None = None,
 ) -> Mapping[str, Any]:
     """*record*, its tool output promoted when the recording kept a big one whole.
     A blob written is added to *written*, and its row (made from the content in hand,
-    see stored_blob_facts) to *stored* unless it has to be read from the store; *writer*
-    may still be writing it (see _BlobWriter).
+    see stored_blob_facts) to *stored* unless it has to be read from the store.
 
     An output that already starts with `[blob:<id>]` is a summary our Worker wrote, or an
     inspect result (never promoted), and passes as it is. When the blob *reuse* (the one
@@ -590,70 +586,23 @@ def _promoted(
             reused.append(reuse)
         summary = summarize(reuse, promoted.content, policy)
         return {**record, "output": summary, "received_bytes": utf8_size(output)}
-    seq = record.get("seq")
     try:
-        admitted = admit_sync(promoted, writer.store_for(seq), policy)
+        admitted = admit_sync(promoted, store, policy)
     except BlobStoreError as error:
-        raise _cannot_store(source_path, seq, error) from None
+        # The store's own message may name its folder: that is for the operator only.
+        seq = record.get("seq")
+        raise IngestError(
+            source_path,
+            None,
+            f"seq {seq}: the blob store cannot store its output",
+            detail=str(error),
+        ) from None
     if admitted.blob_id is not None:
         written.append(admitted.blob_id)
         row = stored_blob_facts(admitted.blob_id, promoted.content, store=store)
         if row is not None:
             stored[admitted.blob_id] = row
     return {**record, "output": admitted.text, "received_bytes": utf8_size(output)}
-
-
-def _cannot_store(source_path: str, seq: Any, error: BlobStoreError) -> IngestError:
-    # The store's own message may name its folder: that is for the operator only.
-    return IngestError(
-        source_path, None, f"seq {seq}: the blob store cannot store its output", detail=str(error)
-    )
-
-
-class _BlobWriter:
-    """Writes the blobs of one ingest into a file store in a thread of its own, while
-    ingest goes on summarising and building rows: creating a file waits on the disk, not
-    on this process, so the two overlap. `store_for(seq)` is what promotion stores through
-    (its store_sync gives a new id at once and queues the file); `finish()` waits until
-    every file is written, and raises, as storing it in line would have, for the first
-    that could not be (the caller then discards them all). Another kind of store is
-    written to in line, as before."""
-
-    def __init__(self, store: FsBlobStore, source_path: str) -> None:
-        self._store = store
-        self._source_path = source_path
-        self._threaded = isinstance(store, FsBlobStore)
-        self._pool: ThreadPoolExecutor | None = None
-        self._pending: list[tuple[Any, Future[bool]]] = []
-        self._seq: Any = None
-
-    def store_for(self, seq: Any) -> Any:
-        """The store that promotion of item *seq* stores through."""
-        self._seq = seq
-        return self if self._threaded else self._store
-
-    def store_sync(self, content: Content) -> uuid.UUID:
-        blob_id = new_blob_id()
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingest-blobs")
-        self._pending.append((self._seq, self._pool.submit(self._store.put_sync, blob_id, content)))
-        return blob_id
-
-    def finish(self, *, quietly: bool = False) -> None:
-        """Wait for every file; unless *quietly*, raise IngestError for the first that
-        could not be written."""
-        if self._pool is None:
-            return
-        self._pool.shutdown(wait=True)
-        self._pool = None
-        pending, self._pending = self._pending, []
-        for seq, written in pending:
-            error = written.exception()
-            if error is None or quietly:
-                continue
-            if isinstance(error, BlobStoreError):
-                raise _cannot_store(self._source_path, seq, error)
-            raise error
 
 
 def _holds(store: FsBlobStore, blob_id: uuid.UUID, content: Content) -> bool:
@@ -685,6 +634,24 @@ def _check_not_pruned(session_id: uuid.UUID, source_path: str) -> None:
     tombstone = PrunedSession.objects.filter(id=session_id).first()
     if tombstone is not None:
         raise SessionPruned(source_path, tombstone)
+
+
+def _known(session_id: uuid.UUID) -> tuple[bool, bool]:
+    """Whether the session was pruned (a tombstone has its id) and whether it is recorded
+    (a session row has it), in one query."""
+    quote = connection.ops.quote_name
+    pruned_table, session_table = (
+        f"{quote(model._meta.db_table)} WHERE {quote(model._meta.pk.column)} = %s"
+        for model in (PrunedSession, Session)
+    )
+    value = Session._meta.pk.get_db_prep_value(session_id, connection)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT EXISTS (SELECT 1 FROM {pruned_table}), EXISTS (SELECT 1 FROM {session_table})",
+            [value, value],
+        )
+        pruned, recorded = cursor.fetchone()
+    return bool(pruned), bool(recorded)
 
 
 def _has_row(model: type[Model], pk: uuid.UUID) -> bool:
@@ -722,14 +689,16 @@ def _check_same_session(
     *,
     version: int,
     rebuild: bool = False,
+    recorded: bool = True,
 ) -> _Plan:
     """What to do with *records* (with their digests, see _with_digests): after checking
     that they continue that session rather than being another recording that claims its
     id, that the session is no other user's than *owner*'s, and that its importer version
     is *version* (else OutdatedSession, unless a *rebuild* re-derives it). The messages
     name no server path (the upload API passes them on): where the session was recorded
-    from is in the detail."""
-    if not _has_row(Session, session_id):
+    from is in the detail. *recorded* False: a query just found no session row with
+    the id (no need to look again)."""
+    if not recorded:
         return _Plan(new=list(records), first=True, new_session=True)
     existing = (
         Session.objects.filter(id=session_id)

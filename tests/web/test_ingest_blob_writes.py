@@ -1,11 +1,9 @@
-"""Ingest writes a recording's blobs into a file store in a thread beside its other work
-(blobviewer.ingest._BlobWriter): every blob is in the store, byte for byte, before the
-transaction, in the order promotion made them; a blob that cannot be written fails the
-file's ingest as writing it in line did, naming the first such item, with nothing kept."""
+"""The blobs ingest promotes a recording's outputs to: every one in the store, byte for byte,
+in the order promotion made them, with its row made from the content in hand; a blob that
+cannot be written fails the file's ingest, naming its item, with nothing kept."""
 
 from __future__ import annotations
 
-import threading
 import uuid
 from typing import Any
 
@@ -35,19 +33,9 @@ def records() -> list[dict[str, Any]]:
     ]
 
 
-def test_every_blob_is_stored_as_promotion_made_it_before_its_row(store: FsBlobStore) -> None:
-    writers: set[str] = set()
-    put = FsBlobStore.put_sync
+def test_every_blob_is_stored_as_promotion_made_it(store: FsBlobStore) -> None:
+    result = ingest_session(header(), records(), source_path="/run.jsonl", store=store)
 
-    def noted(self: FsBlobStore, *args: Any) -> bool:
-        writers.add(threading.current_thread().name)
-        return put(self, *args)
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(FsBlobStore, "put_sync", noted)
-        result = ingest_session(header(), records(), source_path="/run.jsonl", store=store)
-
-    assert writers and threading.current_thread().name not in writers  # in a thread
     assert len(result.stored_blobs) == len(OUTPUTS)
     assert list(result.stored_blobs) == sorted(result.stored_blobs)  # ids in promotion order
     outputs = (
@@ -66,17 +54,17 @@ def test_a_blob_that_cannot_be_written_fails_the_ingest_with_nothing_kept(
     store: FsBlobStore,
 ) -> None:
     calls = []
-    put = FsBlobStore.put_sync
+    store_sync = FsBlobStore.store_sync
 
-    def full_after_three(self: FsBlobStore, blob_id: Any, content: Any) -> bool:
-        calls.append(blob_id)
+    def full_after_three(self: FsBlobStore, content: Any) -> Any:
+        calls.append(content)
         if len(calls) > 3:
             raise BlobIOError(f"cannot write to {self.root}: No space left on device")
-        return put(self, blob_id, content)
+        return store_sync(self, content)
 
     session_id = uuid.uuid4()
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(FsBlobStore, "put_sync", full_after_three)
+        patch.setattr(FsBlobStore, "store_sync", full_after_three)
         with pytest.raises(IngestError) as raised:
             ingest_session(header(session_id), records(), source_path="/run.jsonl", store=store)
 
@@ -87,4 +75,3 @@ def test_a_blob_that_cannot_be_written_fails_the_ingest_with_nothing_kept(
     assert not Session.objects.filter(id=session_id).exists()
     assert not Blob.objects.exists()
     assert list(store.ids_sync()) == []  # the three written are discarded again
-    assert len(calls) == len(OUTPUTS)
