@@ -202,4 +202,3 @@ def test_the_list_and_its_search_results_at_1440_and_390_px(page, live_server, d
         "e => getComputedStyle(e, '::before').content"
     )
     assert label == '"Model"'
-

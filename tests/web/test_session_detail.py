@@ -208,8 +208,10 @@ def test_the_item_page_shows_the_whole_item_escaped(logged_in_client, big_items_
         assert f'hx-get="{reverse("blob_detail", args=[blob_id])}"' in html
         assert '<div class="blob-slot" id="item-7-blob"></div>' in html
     # The fragment replaces the cut item on the timeline: the article, nothing around it.
-    assert fragment.content.decode().lstrip().startswith(
-        '<article class="item message user" id="item-7"'
+    assert (
+        fragment.content.decode()
+        .lstrip()
+        .startswith('<article class="item message user" id="item-7"')
     )
     back = reverse("session_detail", args=[session_id]) + "#item-7"  # it is on the first page
     assert f'href="{back}"' in page.content.decode()
