@@ -25,8 +25,8 @@ from urllib.parse import urlsplit
 import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from django.core.management import call_command
-from django.db import OperationalError
 from django.urls import reverse
+from live_upload import wait_for
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
@@ -255,19 +255,6 @@ def test_the_session_log_ingests_and_the_session_page_shows_the_calls(
 def token(django_user_model: Any, transactional_db: None) -> tuple[ApiToken, str]:
     user = django_user_model.objects.create_user("alice", password="correct-horse-battery")
     return ApiToken.objects.issue(user=user, name="mcp proxy")
-
-
-def wait_for(condition: Any, *, what: str, tries: int = 600) -> None:
-    """Wait for the proxy's upload (a real HTTP round trip on its own thread)."""
-    pause = threading.Event()
-    for _ in range(tries):
-        try:
-            if condition():
-                return
-        except OperationalError:
-            pass  # SQLite's shared in-memory test database: locked while the server writes
-        pause.wait(0.05)
-    raise AssertionError(f"never happened: {what}")
 
 
 def test_upload_sends_the_session_and_its_blobs_to_a_live_server(

@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 import pytest
-from django.db import OperationalError
+from live_upload import wait_for
 
 from blobviewer.data_dir import blob_store
 from blobviewer.ingest import ingest_file
@@ -175,19 +175,6 @@ def token(django_user_model: Any, transactional_db: None) -> tuple[ApiToken, str
 
 def api_url(live_server: Any) -> str:
     return f"{live_server.url}/api/sessions"
-
-
-def wait_for(condition: Any, *, what: str, tries: int = 600) -> None:
-    """Wait for the upload thread (a real HTTP round trip) to make *condition* true."""
-    event = threading.Event()
-    for _ in range(tries):
-        try:
-            if condition():
-                return
-        except OperationalError:
-            pass  # SQLite's shared in-memory test database: locked while the server writes
-        event.wait(0.05)
-    raise AssertionError(f"never happened: {what}")
 
 
 def test_a_promoted_call_uploads_the_log_and_its_blob_before_close(
