@@ -1,19 +1,16 @@
-"""Syntax colouring for code and diffs in the reader: the one place blob content is marked
-safe, and so the one place to audit.
+"""Syntax colouring for code and diffs in the reader, without marking anything safe.
 
-The rule everywhere else is that blob content is escaped by the template and never
-marked safe. Colouring needs markup around the text, so here Pygments gets the *raw*
-lines and escapes them itself (its HTML formatter escapes `&`, `<` and `>` in every
-token; the only markup it adds is `<span class="pg-…">` with class names from its own
-token types). Nothing else is ever passed through: no options from the request or the
-blob, no line numbers or anchors (the template draws those), no inline styles (the
-Content-Security-Policy forbids them; colours come from site.css by class).
+Blob content is escaped by the template, always, coloured or not. Pygments only splits a
+page's lines into tokens here: each line becomes pieces of `(css class, text)`, the class
+named from Pygments' own token types (as its HTML formatter names them, drawn with the
+prefix `pg-`), the text the blob's own; the template writes `<span class="pg-…">` around
+the escaped text. Nothing from the request or the blob chooses a class, and there are no
+inline styles (the Content-Security-Policy forbids them; colours come from site.css).
 
 Only the lines of one page are coloured. A token that began above the page (the middle
-of a long string or comment) may then be coloured as code — accepted. Pygments closes
-every span at the end of each line, so its output splits back into one piece of HTML
-per line; when the count of pieces is not the count of lines (the lexer read a line
-break we did not, e.g. a lone "\\r"), the page stays plain.
+of a long string or comment) may then be coloured as code — accepted. When the tokens do
+not give back the page's lines exactly (the lexer read a line break we did not, e.g. a
+lone "\\r"), the page stays plain.
 """
 
 from __future__ import annotations
@@ -24,18 +21,19 @@ import shlex
 from collections.abc import Sequence
 from typing import Any
 
-from django.utils.html import escape
-from django.utils.safestring import SafeString, mark_safe
-from pygments import highlight
-from pygments.formatters import HtmlFormatter
 from pygments.lexer import Lexer
 from pygments.lexers import DiffLexer, get_lexer_for_filename
 from pygments.lexers.special import TextLexer
+from pygments.token import STANDARD_TYPES, _TokenType
 from pygments.util import ClassNotFound
 
 from blobviewer.tool_args import COMMAND_KEYS, PATH_KEYS, parse_arguments
 
-_FORMATTER = HtmlFormatter(nowrap=True, classprefix="pg-")
+# A coloured line: its text in pieces, each with the CSS class of its token type ("" for
+# plain text); the template draws them as <span class="pg-{class}">{text}</span>.
+Piece = tuple[str, str]
+# The markup a coloured piece adds around its text: <span class="pg-">…</span>.
+_MARKUP_BYTES = len('<span class="pg-"></span>')
 # Lexer options: keep every line as it is (by default Pygments strips leading and
 # trailing blank lines and could expand tabs), so its lines are ours.
 _OPTIONS = {"stripnl": False, "stripall": False, "ensurenl": True, "tabsize": 0}
@@ -104,20 +102,44 @@ def _printed_file(command: str) -> str | None:
 
 def coloured_lines(
     lines: Sequence[str], lexer: Lexer, *, extra_budget: int
-) -> list[SafeString | None] | None:
-    """Each of *lines* as coloured HTML, or None where colouring would take the page past
-    *extra_budget* bytes of markup beyond the escaped text (those lines stay plain).
-    None when Pygments does not give back one piece per line."""
+) -> list[tuple[Piece, ...] | None] | None:
+    """Each of *lines* in coloured pieces, or None where colouring would take the page past
+    *extra_budget* bytes of markup (those lines stay plain). None when the tokens do not
+    give back the lines as they are."""
     if not lines:
         return []
-    html = highlight("\n".join(lines) + "\n", lexer, _FORMATTER)
-    pieces = html.split("\n")
-    if len(pieces) != len(lines) + 1 or pieces[-1]:
+    rows: list[list[Piece]] = [[]]
+    for token_type, value in lexer.get_tokens("\n".join(lines) + "\n"):
+        css = _css_class(token_type)
+        for number, part in enumerate(value.split("\n")):
+            if number:
+                rows.append([])
+            row = rows[-1]
+            if not part:
+                continue
+            if row and row[-1][0] == css:  # one span for a run of one type, as Pygments does
+                row[-1] = (css, row[-1][1] + part)
+            else:
+                row.append((css, part))
+    if rows[-1] or len(rows) != len(lines) + 1:
         return None
-    out: list[SafeString | None] = []
+    out: list[tuple[Piece, ...] | None] = []
     left = extra_budget
-    for line, piece in zip(lines, pieces, strict=False):
-        left -= len(piece.encode()) - len(escape(line).encode())
-        # Marked safe: Pygments escaped this line's text itself (see the module's docstring).
-        out.append(mark_safe(piece) if left >= 0 else None)  # noqa: S308
+    for line, row in zip(lines, rows, strict=False):
+        if "".join(text for _, text in row) != line:
+            return None
+        left -= sum(_MARKUP_BYTES + len(css) for css, _ in row if css)
+        out.append(tuple(row) if left >= 0 else None)
     return out
+
+
+def _css_class(token_type: _TokenType) -> str:
+    """The class Pygments' HTML formatter gives a token type: the short name of its nearest
+    standard type, followed by the names of the subtypes below it ("" for plain text)."""
+    name = STANDARD_TYPES.get(token_type)
+    below = ""
+    while name is None:
+        below = token_type[-1] + below
+        token_type = token_type.parent
+        name = STANDARD_TYPES.get(token_type)
+    return name + below

@@ -8,7 +8,8 @@
   opened in place on a timeline), so several readers on one page keep them unique;
 - JSON as a tree (blobviewer.json_tree) or as raw indented rows, switched with `as=raw`;
 - grep matches marked within their lines, as (text, matched) pieces for the template;
-- code and diffs coloured through blobviewer.highlight (the one audited helper);
+- code and diffs coloured through blobviewer.highlight: text pieces with the classes of
+  their tokens, escaped by the template like all blob text;
 - selector help fitted to the blob (blobviewer.selector_help).
 
 It reads nothing big: the tree and the help use the value the page already holds, the
@@ -24,11 +25,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.http import HttpRequest, QueryDict
-from django.utils.safestring import SafeString
 
 from blobviewer.blob_display import Page
 from blobviewer.data_dir import renderings
 from blobviewer.highlight import (
+    Piece,
     coloured_lines,
     diff_lexer,
     file_named_by,
@@ -73,13 +74,14 @@ _PAGER_LABELS = {"first": "« first", "prev": "‹ previous", "next": "next ›"
 
 @dataclass(frozen=True, slots=True)
 class ShownRow:
-    """A row as the template draws it: *html* when coloured, else *pieces* (grep: text and
-    whether it matched) when marked, else *text*."""
+    """A row as the template draws it: *tokens* when coloured (text pieces with the class of
+    their token type), else *pieces* (grep: text and whether it matched) when marked, else
+    *text*. The template escapes every piece of text."""
 
     number: int | None
     text: str
     cut: int = 0
-    html: SafeString | None = None
+    tokens: tuple[Piece, ...] | None = None
     pieces: list[tuple[str, bool]] | None = None
     target: str = ""  # grep: the URL of the line in its text
 
@@ -174,7 +176,7 @@ def _lines(
     reader.links = _pager(page.links, urls)
     reader.select_base = str(without_trailing(selector, Lines))
     texts = [strip_terminal_codes(row.text) for row in page.rows]
-    coloured: list[SafeString | None] = [None] * len(texts)
+    coloured: list[tuple[Piece, ...] | None] = [None] * len(texts)
     # Only the blob's own text: a string reached by key has no file type.
     lexer = None
     if blob.kind == "text" and all(isinstance(step, Lines) for step in selector.steps):
@@ -184,8 +186,8 @@ def _lines(
         if any(coloured):
             reader.language = lexer.name
     reader.rows = [
-        ShownRow(row.number, text, row.cut, html=html)
-        for row, text, html in zip(page.rows, texts, coloured, strict=True)
+        ShownRow(row.number, text, row.cut, tokens=tokens)
+        for row, text, tokens in zip(page.rows, texts, coloured, strict=True)
     ]
 
 

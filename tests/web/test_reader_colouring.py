@@ -1,12 +1,14 @@
 """Code and diffs coloured by Pygments: chosen by the file type the making call names or by
-a diff's own content, through the one audited helper that lets Pygments escape the text;
-hostile content stays text, and the page stays plain where colouring cannot be exact."""
+a diff's own content. Pygments only splits lines into tokens; the template escapes every
+piece, so hostile content stays text and nothing is marked safe; the page stays plain where
+colouring cannot be exact."""
 
 from __future__ import annotations
 
 import html as html_lib
 import re
 import uuid
+from pathlib import Path
 
 import pytest
 from django.urls import reverse
@@ -133,7 +135,7 @@ def test_a_unified_diff_is_coloured_by_its_content(logged_in_client, text_blob):
     html = page(logged_in_client, blob_id)
 
     assert "coloured as Diff" in html
-    assert '<span class="pg-gd">-old = "&lt;b&gt;"</span>' in code(html)
+    assert '<span class="pg-gd">-old = &quot;&lt;b&gt;&quot;</span>' in code(html)
     assert '<span class="pg-gi">' in code(html)
 
 
@@ -221,14 +223,31 @@ def test_colouring_stops_where_its_markup_would_outgrow_the_page():
     assert all(line is None for line in out[first_plain:])
 
 
-def test_the_helper_gives_one_piece_of_html_per_line():
+def test_the_helper_gives_each_line_back_in_pieces_of_its_own_text():
     lines = ['"""a', "multi-line", 'string"""', "", "y = '<&>'"]
 
     out = coloured_lines(lines, lexer_for_file("a.py"), extra_budget=10_000)
 
     assert out is not None and len(out) == len(lines)
-    assert all(piece.count("<span") == piece.count("</span>") for piece in out if piece)
-    assert "&lt;&amp;&gt;" in out[4]
+    for line, pieces in zip(lines, out, strict=True):
+        assert "".join(text for _, text in pieces or ()) == line  # raw: the template escapes
+    assert ("s1", "'<&>'") in out[4]
+    assert all(re.fullmatch(r"[a-z0-9]*", css) for pieces in out for css, _ in pieces or ())
+
+
+def test_nothing_in_the_site_marks_text_safe():
+    """Blob and session text is escaped by the templates, always: no view, tag or template
+    marks anything safe or turns escaping off."""
+    root = Path(__file__).resolve().parents[2]
+    sources = [*(root / "blobviewer").rglob("*.py"), *(root / "templates").rglob("*.html")]
+    unsafe = re.compile(r"mark_safe|SafeString|SafeData|\|\s*safe(seq)?\b|autoescape\s+off")
+    found = [
+        f"{path.relative_to(root)}:{number}"
+        for path in sources
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if unsafe.search(line)
+    ]
+    assert found == []
 
 
 def test_file_names_come_from_path_arguments_and_printing_commands():
