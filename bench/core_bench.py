@@ -15,7 +15,6 @@ import gc
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -25,16 +24,13 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-import orjson
-
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from promotion_bench import json_text  # noqa: E402  (bench/ is the script's folder)
 
 from core.content import Text  # noqa: E402
 from core.inspect_tool import inspect_blob  # noqa: E402
-from core.promotion import admit_sync, promote  # noqa: E402
+from core.promotion import promote  # noqa: E402
 from core.store import FsBlobStore  # noqa: E402
 from core.summary import summarize  # noqa: E402
 
@@ -232,7 +228,7 @@ def main() -> None:
             print(f"  ratio {ratio:.2f}x (goal <= {goal:g}x) {verdict}\n")
             results.append((name, ratio, goal))
         misses = [name for name, ratio, goal in results if ratio > goal]
-        misses += grep_and_json_bench(args.mb, scratch_dir)
+        misses += grep_bench(args.mb, scratch_dir)
         # lines:, slice:, key:, keys: deep inside blobs of this size (1 GB with
         # BLOBVIEWER_BENCH_GB=1), through their indexes, and /api/inspect (bench/index_bench.py)
         from index_bench import index_bench
@@ -277,27 +273,8 @@ def _case_re_finditer(path: Path) -> Callable[[], object]:
     return lambda: sum(1 for _ in pattern.finditer(path.read_bytes()))
 
 
-def _case_promote(path: Path) -> Callable[[], object]:
-    text = path.read_text(encoding="utf-8")
-    store = FsBlobStore(path.parent / "promoted")
-    return lambda: admit_sync(promote(text), store)  # promote + store + summarize
-
-
-def _case_orjson_loads_and_write(path: Path) -> Callable[[], object]:
-    text = path.read_text(encoding="utf-8")
-    out = path.parent / "orjson-baseline.json"
-
-    def run() -> object:
-        value = orjson.loads(text)
-        out.write_bytes(orjson.dumps(value))
-        return len(value)
-
-    return run
-
-
 CASES = {f.__name__.removeprefix("_case_"): f for f in (
-    _case_grep_inspect, _case_grep_frequent, _case_re_finditer, _case_promote,
-    _case_orjson_loads_and_write,
+    _case_grep_inspect, _case_grep_frequent, _case_re_finditer,
 )}  # fmt: skip
 
 
@@ -323,10 +300,10 @@ def _measure_case(name: str, path: Path, repeat: int = 3) -> tuple[float, float,
     return min(r[0] for r in runs), min(r[1] for r in runs), max(r[2] for r in runs)
 
 
-def grep_and_json_bench(mb: int, scratch: Path) -> list[str]:
-    """grep: over *mb* MB against re.finditer (GNU grep -c printed beside it), and promotion
-    of *mb* MB of JSON against orjson.loads + write; returns the goals missed."""
-    print(f"\n-- grep: and big JSON ({mb} MB; best CPU and wall time of 3, peak RSS above start)")
+def grep_bench(mb: int, scratch: Path) -> list[str]:
+    """grep: over *mb* MB against re.finditer (GNU grep -c printed beside it); returns the
+    goals missed. (Promotion of big JSON: bench/promotion_bench.py.)"""
+    print(f"\n-- grep: ({mb} MB; best CPU and wall time of 3, peak RSS above start)")
     text = make_text(mb)
     lines = text.split("\n")
     for n in range(RARE_EVERY // 2, len(lines) - 1, RARE_EVERY):
@@ -336,7 +313,6 @@ def grep_and_json_bench(mb: int, scratch: Path) -> list[str]:
     text_path = text_dir / f"{uuid.uuid4()}.txt"
     text_path.write_text("\n".join(lines), encoding="utf-8")
     del text, lines
-    size = text_path.stat().st_size
     misses: list[str] = []
     rows = [
         ("inspect grep:ERROR (whole file, 10s of hits)", "grep_inspect"),
@@ -361,26 +337,6 @@ def grep_and_json_bench(mb: int, scratch: Path) -> list[str]:
     if ratio > 1:
         misses.append("grep: over the text")
     text_path.unlink()
-    for kind in ("array", "object"):
-        json_dir = scratch / f"json-{kind}"
-        json_dir.mkdir()
-        json_path = json_dir / "input.json"
-        json_path.write_bytes(json_text(kind, mb))
-        size = json_path.stat().st_size
-        cpu, wall, peak = _measure_case("promote", json_path)
-        base_cpu, base_wall, base_peak = _measure_case("orjson_loads_and_write", json_path)
-        for label, (c, w, p) in (
-            (f"promote + store + summarize, JSON {kind}", (cpu, wall, peak)),
-            ("  baseline: orjson.loads + write", (base_cpu, base_wall, base_peak)),
-        ):
-            print(f"{label:<48} {c:>6.2f}s cpu {w:>6.2f}s wall {p / 2**20:>7.1f} MB")
-        ratio, memory = cpu / base_cpu, peak / size
-        verdict = "ok" if ratio <= 1.3 and memory <= 2 else "MISSES GOAL"
-        print(f"  ratio {ratio:.2f}x (goal <= 1.3x), ", end="")
-        print(f"peak {memory:.2f}x the input (goal <= 2x) {verdict}")
-        if verdict != "ok":
-            misses.append(f"promotion of a JSON {kind}")
-        shutil.rmtree(json_dir)
     return misses
 
 
