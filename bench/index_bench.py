@@ -62,41 +62,26 @@ def text_chunks(size: int) -> tuple[int, Iterator[bytes]]:
 def array_chunks(size: int) -> tuple[int, Iterator[bytes]]:
     """`[{"id":0,"name":"entry 00000000","tags":["alpha","beta"],"score":0.0},…]`."""
     entries = size // 80
-
-    def chunks() -> Iterator[bytes]:
-        yield b"["
-        for start in range(0, entries, 100_000):
-            stop = min(start + 100_000, entries)
-            yield (
-                ("," if start else "")
-                + ",".join(
-                    f'{{"id":{n},"name":"entry {n:08d}","tags":["alpha","beta"],"score":{n}.5}}'
-                    for n in range(start, stop)
-                )
-            ).encode("ascii")
-        yield b"]"
-
-    return entries, chunks()
+    entry = '{{"id":{0},"name":"entry {0:08d}","tags":["alpha","beta"],"score":{0}.5}}'
+    return entries, _joined(entries, "[]", entry)
 
 
 def object_chunks(size: int) -> tuple[int, Iterator[bytes]]:
     """`{"key00000000":{"n":0,"label":"…"},…}`: one key per ~100 bytes."""
     keys = size // 100
+    member = '"key{0:08d}":{{"n":{0},"label":"value number {0:08d} of the object"}}'
+    return keys, _joined(keys, "{}", member)
 
-    def chunks() -> Iterator[bytes]:
-        yield b"{"
-        for start in range(0, keys, 100_000):
-            stop = min(start + 100_000, keys)
-            yield (
-                ("," if start else "")
-                + ",".join(
-                    f'"key{n:08d}":{{"n":{n},"label":"value number {n:08d} of the object"}}'
-                    for n in range(start, stop)
-                )
-            ).encode("ascii")
-        yield b"}"
 
-    return keys, chunks()
+def _joined(count: int, brackets: str, template: str) -> Iterator[bytes]:
+    """*count* entries made from *template* (with the entry's number), comma-separated
+    between *brackets*, a hundred thousand at a time."""
+    yield brackets[0].encode()
+    for start in range(0, count, 100_000):
+        stop = min(start + 100_000, count)
+        entries = ",".join(template.format(n) for n in range(start, stop))
+        yield (("," if start else "") + entries).encode("ascii")
+    yield brackets[1].encode()
 
 
 def best(call: Callable[[], object], calls: int = CALLS) -> tuple[float, float]:
