@@ -26,11 +26,17 @@ reads the next files ahead in a worker meanwhile, see blobviewer.read_ahead), pr
 (summaries included), writing blob files (with whatever core writes beside them), and the
 database.
 
+The ingest's CPU is split between this process, its workers and the PostgreSQL server,
+and each phase shows its CPU beside its time ("waiting for the reader" is the command
+waiting for its read-ahead worker). Before each run the bench waits until creating a file
+costs what it does on a quiet disk (see settle): the previous run's clean-up must not be
+measured.
+
 After each run the bench checks what was recorded: one session per file, every item and
 every stored blob in the database, a search chunk for every item with text and a search
 state for every blob. The temporary folders and databases are removed afterwards.
---profile N instead runs one ingest of N items on SQLite under cProfile and prints the
-functions that took the most time.
+--profile N instead runs one ingest of N items on each database under cProfile and prints
+the functions that took the most time.
 """
 
 from __future__ import annotations
@@ -310,6 +316,9 @@ def child(folder: Path, data: Path, profile: bool) -> None:
     timers.wrap(core.promotion, "summarize", "promote")
     timers.wrap(FsBlobStore, "store_sync", "blob files")
     timers.wrap(FsBlobStore, "discard_sync", "blob files")
+    import blobviewer.read_ahead
+
+    timers.wrap(blobviewer.read_ahead.RecordingReader, "take", "waiting for the reader")
 
     out, err = io.StringIO(), io.StringIO()
     files = sorted(str(path) for path in folder.iterdir())
@@ -319,7 +328,8 @@ def child(folder: Path, data: Path, profile: bool) -> None:
 
         profiler = timers.profiler = cProfile.Profile(time.process_time)
         profiler.enable()
-    started, cpu_started = time.perf_counter(), time.process_time() + _children_cpu()
+    started, own_started = time.perf_counter(), time.process_time()
+    cpu_started = own_started + _children_cpu()
     server_started = timers.server() if timers.server else 0.0
     try:
         call_command("ingest", *files, stdout=out, stderr=err)
@@ -328,7 +338,8 @@ def child(folder: Path, data: Path, profile: bool) -> None:
     finally:
         total = time.perf_counter() - started
         # This process and its worker processes (reaped once the command is done).
-        cpu = time.process_time() + _children_cpu() - cpu_started
+        own_cpu = time.process_time() - own_started
+        cpu = own_cpu + _children_cpu() + own_started - cpu_started
         server_cpu_spent = timers.server() - server_started if timers.server else None
         if profiler is not None:
             import pstats
@@ -340,7 +351,9 @@ def child(folder: Path, data: Path, profile: bool) -> None:
     result = {
         "seconds": total,
         "cpu": cpu,
+        "own_cpu": own_cpu,
         "phases": timers.seconds,
+        "phase_cpu": timers.cpu,
         "search_cpu": timers.cpu.get("search", 0.0),
         # PostgreSQL's work is done by its server process, which this one does not count.
         "server_cpu": server_cpu_spent,
@@ -428,8 +441,35 @@ def _recorded(files: int, out: str, err: str) -> dict[str, Any]:
     }
 
 
+def settle(work: Path, *, limit: float = 60.0) -> None:
+    """Wait until creating a file costs what it does on a quiet disk again. Deleting many
+    files (the previous run's data folder) slows every file created for seconds after it
+    on some file systems (ext4 mounted with `discard` trims the freed blocks meanwhile),
+    and a run must not be measured on its predecessor's clean-up."""
+    os.sync()
+    probe = work / "settle-probe"
+    probe.mkdir(exist_ok=True)
+    deadline, costs = time.monotonic() + limit, []
+    # Calm once the cost stops falling: the last 2 seconds' median is within 20% of the 2
+    # seconds' before (it falls for several seconds after a big delete, then stays flat).
+    while time.monotonic() < deadline:
+        started = time.perf_counter()
+        for n in range(100):
+            (probe / f"{n}").write_bytes(b"x" * 4096)
+        costs.append(time.perf_counter() - started)
+        for n in range(100):
+            (probe / f"{n}").unlink()
+        if len(costs) >= 16:
+            recent, before = sorted(costs[-8:]), sorted(costs[-16:-8])
+            if recent[4] >= 0.8 * before[4]:
+                break
+        time.sleep(0.25)
+    probe.rmdir()
+
+
 def run(folder: Path, database: str | None, *, profile: bool = False) -> dict[str, Any]:
     """One ingest of *folder* in a fresh subprocess; SQLite unless *database* is a URL."""
+    settle(folder.parent)
     with tempfile.TemporaryDirectory(prefix="ingest-bench-data-") as data:
         env = {**os.environ, "DEBUG": "false", "SECRET_KEY": "ingest-bench-" + "x" * 50}
         env.pop("DATABASE_URL", None)
@@ -488,13 +528,19 @@ def report(name: str, results: list[dict[str, Any]]) -> int:
             f"{mb / search if search else 0:>5.2f} MB/s ({mb:,.1f} MB of item and blob text; "
             f"{mb / search_cpu if search_cpu else 0:.2f} MB per CPU-second)"
         )
+        own = result["own_cpu"] - result["search_cpu"]
+        workers = result["cpu"] - result["own_cpu"]
+        split = f"this process {own:.1f}s, its workers {workers:.1f}s"
         if result.get("server_cpu") is not None:
             server = result["server_cpu"] - result.get("search_server_cpu", 0.0)
-            print(f"{'':>8} of the ingest's CPU, the PostgreSQL server's: {server:.1f}s")
+            split += f", the PostgreSQL server {server:.1f}s"
+        print(f"{'':>8} the ingest's CPU: {split}")
         phases = {k: v for k, v in result["phases"].items() if k != "search"}
         rest = ingest - sum(phases.values())
+        phase_cpu = result.get("phase_cpu", {})
         split = ", ".join(
             f"{phase} {seconds / ingest:.0%}"
+            + (f" (CPU {phase_cpu[phase] / ingest:.0%})" if phase in phase_cpu else "")
             for phase, seconds in [*sorted(phases.items()), ("database and the rest", rest)]
         )
         print(f"{'':>8} the ingest's time: {split}")
@@ -534,9 +580,9 @@ def main() -> int:
     check_distinct(recordings)
     sizes = [args.profile] if args.profile else [int(n) for n in args.items.split(",")]
     wanted = {name.strip() for name in args.databases.split(",")}
-    server = postgres_server() if "postgresql" in wanted and not args.profile else None
+    server = postgres_server() if "postgresql" in wanted else None
     databases: list[tuple[str, str | None]] = []
-    if "sqlite" in wanted or args.profile:
+    if "sqlite" in wanted:
         databases.append(("SQLite", None))
     if server:
         databases.append(("PostgreSQL", server))
@@ -563,9 +609,9 @@ def main() -> int:
                     continue
                 database = f"ingest_bench_{os.getpid()}_{size}"
                 with postgres_database(url, database) as database_url:
-                    results.append(run(folders[size], database_url))
+                    results.append(run(folders[size], database_url, profile=bool(args.profile)))
             failures += report(name, results)
-        if "postgresql" in wanted and not server and not args.profile:
+        if "postgresql" in wanted and not server:
             print("\nPostgreSQL: no server (set DATABASE_URL, or run one on 127.0.0.1:5432)")
     finally:
         shutil.rmtree(work, ignore_errors=True)
