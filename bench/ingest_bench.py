@@ -285,7 +285,7 @@ class Timers:
         setattr(owner, attribute, timed)
 
 
-def child(folder: Path, data: Path, profile: bool) -> None:
+def child(folder: Path, data: Path, profile: bool, jobs_given: int | None) -> None:
     """Ingest *folder* into a fresh database (DATABASE_URL, else SQLite in *data*); print
     the result as one JSON line."""
     os.environ["BLOBVIEWER_DATA"] = str(data)
@@ -305,9 +305,11 @@ def child(folder: Path, data: Path, profile: bool) -> None:
     call_command("migrate", verbosity=0)
     timers = Timers()
     timers.server = server_cpu(connection)
-    # Search indexing is measured apart; the rest is the ingest proper, split in phases.
-    if hasattr(blobviewer.ingest, "index_session"):
-        timers.wrap(blobviewer.ingest, "index_session", "search")
+    # Search indexing is measured apart, after the ingest (which skips it here; its worker
+    # processes, if any, are forked with this), so that nothing the command does while
+    # indexing (reading ahead) counts as free; the rest is the ingest proper, in phases.
+    index_session = blobviewer.ingest.index_session
+    blobviewer.ingest.index_session = lambda *args, **kwargs: None
     timers.wrap(blobviewer.ingest, "open_recording", "read")
     timers.wrap(blobviewer.ingest, "parse_session_log", "read")
     timers.wrap(blobviewer.ingest, "promote", "promote")
@@ -331,8 +333,9 @@ def child(folder: Path, data: Path, profile: bool) -> None:
     started, own_started = time.perf_counter(), time.process_time()
     cpu_started = own_started + _children_cpu()
     server_started = timers.server() if timers.server else 0.0
+    jobs = [] if jobs_given is None else ["--jobs", str(jobs_given)]
     try:
-        call_command("ingest", *files, stdout=out, stderr=err)
+        call_command("ingest", *files, *jobs, stdout=out, stderr=err)
     except CommandError as error:  # some files failed: the checks below say which
         err.write(f"{error}\n")
     finally:
@@ -340,7 +343,11 @@ def child(folder: Path, data: Path, profile: bool) -> None:
         # This process and its worker processes (reaped once the command is done).
         own_cpu = time.process_time() - own_started
         cpu = own_cpu + _children_cpu() + own_started - cpu_started
-        server_cpu_spent = timers.server() - server_started if timers.server else None
+        # The server process of this connection: with worker processes, theirs are others.
+        parallel = connection.connection is None
+        server_cpu_spent = (
+            timers.server() - server_started if timers.server and not parallel else None
+        )
         if profiler is not None:
             import pstats
 
@@ -348,16 +355,28 @@ def child(folder: Path, data: Path, profile: bool) -> None:
             stats = pstats.Stats(profiler, stream=sys.stderr)
             stats.sort_stats("tottime").print_stats(30)
             stats.sort_stats("cumulative").print_stats(40)
+    from blobviewer.data_dir import blob_store
+    from blobviewer.models import Session
+
+    server = server_cpu(connection)  # this connection's server process, for the search
+    search_started, search_cpu_started = time.perf_counter(), time.process_time()
+    search_server_started = server() if server else 0.0
+    store = blob_store()
+    for session_id in Session.objects.values_list("id", flat=True):
+        index_session(session_id, store=store)
+    search = time.perf_counter() - search_started
+    search_cpu = time.process_time() - search_cpu_started
     result = {
-        "seconds": total,
-        "cpu": cpu,
-        "own_cpu": own_cpu,
-        "phases": timers.seconds,
+        "seconds": total + search,
+        "cpu": cpu + search_cpu,
+        "own_cpu": own_cpu + search_cpu,
+        "phases": {**timers.seconds, "search": search},
         "phase_cpu": timers.cpu,
-        "search_cpu": timers.cpu.get("search", 0.0),
+        "search_cpu": search_cpu,
         # PostgreSQL's work is done by its server process, which this one does not count.
         "server_cpu": server_cpu_spent,
-        "search_server_cpu": timers.cpu.get("search server", 0.0),
+        "search_server_cpu": server() - search_server_started if server else 0.0,
+        "parallel": parallel,
         "vendor": connection.vendor,
     }
     result.update(_recorded(len(files), out.getvalue(), err.getvalue()))
@@ -467,7 +486,9 @@ def settle(work: Path, *, limit: float = 60.0) -> None:
     probe.rmdir()
 
 
-def run(folder: Path, database: str | None, *, profile: bool = False) -> dict[str, Any]:
+def run(
+    folder: Path, database: str | None, *, profile: bool = False, jobs: int | None = None
+) -> dict[str, Any]:
     """One ingest of *folder* in a fresh subprocess; SQLite unless *database* is a URL."""
     settle(folder.parent)
     with tempfile.TemporaryDirectory(prefix="ingest-bench-data-") as data:
@@ -478,6 +499,8 @@ def run(folder: Path, database: str | None, *, profile: bool = False) -> dict[st
         command = [sys.executable, __file__, "--child", str(folder), "--data", data]
         if profile:
             command.append("--child-profile")
+        if jobs is not None:
+            command += ["--child-jobs", str(jobs)]
         done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
         if profile:
             sys.stdout.write(done.stderr)
@@ -497,13 +520,27 @@ def ingest_rate(result: dict[str, Any]) -> float:
 def ingest_cpu(result: dict[str, Any]) -> float:
     """CPU seconds of the ingest proper: this process, its children and, for PostgreSQL on
     this machine, the server process that did the database's work."""
-    server = (result.get("server_cpu") or 0.0) - result.get("search_server_cpu", 0.0)
-    return result["cpu"] - result["search_cpu"] + server
+    return result["cpu"] - result["search_cpu"] + (result.get("server_cpu") or 0.0)
 
 
 def cpu_rate(result: dict[str, Any]) -> float:
     """Items per CPU-second of the ingest proper (see ingest_cpu)."""
     return result["items"] / ingest_cpu(result)
+
+
+def print_phases(result: dict[str, Any], ingest: float) -> None:
+    """Where the time of an ingest in one process went."""
+    phases = {k: v for k, v in result["phases"].items() if k != "search"}
+    rest = ingest - sum(phases.values())
+    phase_cpu = result.get("phase_cpu", {})
+    split = ", ".join(
+        f"{phase} {seconds / ingest:.0%}"
+        + (f" (CPU {phase_cpu[phase] / ingest:.0%})" if phase in phase_cpu else "")
+        for phase, seconds in [*sorted(phases.items()), ("database and the rest", rest)]
+    )
+    print(f"{'':>8} the ingest's time: {split}")
+    if "read" not in phases:
+        print(f"{'':>8} (recordings were read ahead by a worker process, its CPU in CPU)")
 
 
 def report(name: str, results: list[dict[str, Any]]) -> int:
@@ -532,20 +569,14 @@ def report(name: str, results: list[dict[str, Any]]) -> int:
         workers = result["cpu"] - result["own_cpu"]
         split = f"this process {own:.1f}s, its workers {workers:.1f}s"
         if result.get("server_cpu") is not None:
-            server = result["server_cpu"] - result.get("search_server_cpu", 0.0)
-            split += f", the PostgreSQL server {server:.1f}s"
+            split += f", the PostgreSQL server {result['server_cpu']:.1f}s"
+        elif result.get("parallel"):
+            split += " (the PostgreSQL servers of the workers' connections: not measured)"
         print(f"{'':>8} the ingest's CPU: {split}")
-        phases = {k: v for k, v in result["phases"].items() if k != "search"}
-        rest = ingest - sum(phases.values())
-        phase_cpu = result.get("phase_cpu", {})
-        split = ", ".join(
-            f"{phase} {seconds / ingest:.0%}"
-            + (f" (CPU {phase_cpu[phase] / ingest:.0%})" if phase in phase_cpu else "")
-            for phase, seconds in [*sorted(phases.items()), ("database and the rest", rest)]
-        )
-        print(f"{'':>8} the ingest's time: {split}")
-        if "read" not in phases:
-            print(f"{'':>8} (recordings were read ahead by a worker process, its CPU in CPU)")
+        if result.get("parallel"):
+            print(f"{'':>8} files ingested by worker processes (ingest --jobs): no phases")
+        else:
+            print_phases(result, ingest)
         for problem in result["problems"]:
             failures += 1
             print(f"{'':>8} CHECK FAILED: {problem}")
@@ -564,12 +595,19 @@ def main() -> int:
     parser.add_argument("--items", default=DEFAULT_SIZES, help="comma-separated sizes")
     parser.add_argument("--databases", default="sqlite,postgresql")
     parser.add_argument("--profile", type=int, metavar="N", help="profile one run of N items")
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        metavar="N",
+        help="PostgreSQL: `ingest --jobs N` (default: the command's own default)",
+    )
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--data", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--child-profile", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--child-jobs", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        child(args.child, args.data, args.child_profile)
+        child(args.child, args.data, args.child_profile, args.child_jobs)
         return 0
 
     fixtures = Path(os.environ.get("BLOBVIEWER_FIXTURES") or REPO.parent / "shared/fixtures/real")
@@ -605,11 +643,13 @@ def main() -> int:
             results = []
             for size in sizes:
                 if url is None:
-                    results.append(run(folders[size], None, profile=bool(args.profile)))
+                    results.append(run(folders[size], None, profile=bool(args.profile), jobs=1))
                     continue
                 database = f"ingest_bench_{os.getpid()}_{size}"
                 with postgres_database(url, database) as database_url:
-                    results.append(run(folders[size], database_url, profile=bool(args.profile)))
+                    results.append(
+                        run(folders[size], database_url, profile=bool(args.profile), jobs=args.jobs)
+                    )
             failures += report(name, results)
         if "postgresql" in wanted and not server:
             print("\nPostgreSQL: no server (set DATABASE_URL, or run one on 127.0.0.1:5432)")

@@ -116,7 +116,12 @@ def _copy(
     each multi-row INSERT, and that alone costs more than the server's work."""
     quote = connection.ops.quote_name
     sql = f"COPY {quote(table)} ({', '.join(quote(c) for c in columns)}) FROM STDIN"
-    with connection.cursor() as cursor, cursor.cursor.copy(sql) as copy:
+    # psycopg's own cursor: its errors are made Django's (an IntegrityError, ...) here.
+    with (
+        connection.cursor() as cursor,
+        connection.wrap_database_errors,
+        cursor.cursor.copy(sql) as copy,
+    ):
         for row in _converted(rows, changed):
             copy.write_row(row)
 

@@ -41,7 +41,7 @@ from typing import Any
 import orjson
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import DEFAULT_DB_ALIAS, DatabaseError, connection, transaction
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, IntegrityError, connection, transaction
 from django.db.models import Count, F, Model, Q, Sum
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
@@ -108,6 +108,18 @@ class IngestError(Exception):
         self.detail = detail
         where = f"{path}:{line}" if line else path
         super().__init__(f"{where}: {message}" + (f" ({detail})" if detail else ""))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Sent back from a worker process (blobviewer.parallel_ingest) as it is: the
+        # default would call __init__ again with the message alone.
+        return _rebuilt_error, (type(self), self.args, self.__dict__)
+
+
+def _rebuilt_error(kind: type[IngestError], args: tuple[Any, ...], state: dict[str, Any]) -> Any:
+    error = kind.__new__(kind)
+    error.args = args
+    error.__dict__.update(state)
+    return error
 
 
 @dataclass(frozen=True)
@@ -355,7 +367,55 @@ def ingest_session(
 
     A session deleted by `manage.py prune` raises SessionPruned and nothing is written;
     with *force* its tombstone goes (with the transaction) and it is ingested again.
+
+    Another ingest of the same session (another file of it, an upload, another process)
+    may commit between the plan and this transaction: its rows then conflict with these,
+    nothing of this try is kept, and the ingest is planned again from what that one wrote
+    (up to three tries; one inside a caller's transaction, which a conflict breaks).
     """
+    tries = 1 if connection.in_atomic_block else _TRIES
+    for attempt in range(1, tries + 1):
+        try:
+            return _ingest_once(
+                header,
+                records,
+                source_path=source_path,
+                store=store,
+                source_format=source_format,
+                policy=policy,
+                force=force,
+                owner=owner,
+                rebuild=rebuild,
+                version=version,
+                last_try=attempt == tries,
+            )
+        except _Conflict:
+            continue
+    raise AssertionError("the last try raises what it meets")
+
+
+# Tries of an ingest whose rows another ingest of the same session took meanwhile.
+_TRIES = 3
+
+
+class _Conflict(Exception):
+    """Another transaction wrote rows of this session after the plan was made."""
+
+
+def _ingest_once(
+    header: Mapping[str, Any],
+    records: Sequence[Mapping[str, Any]],
+    *,
+    source_path: str,
+    store: FsBlobStore,
+    source_format: str,
+    policy: Policy,
+    force: bool,
+    owner: AbstractBaseUser | None,
+    rebuild: bool,
+    version: int | None,
+    last_try: bool,
+) -> IngestResult:
     session_id = _session_id(header, source_path)
     pruned, recorded = _known(session_id)
     if pruned and not force:
@@ -426,7 +486,8 @@ def ingest_session(
             if plan.new_session:
                 # Inserted without save()'s signals: search indexes the title after the
                 # transaction, with the items. Another ingest that inserts this session
-                # meanwhile makes this one fail, as its items would (their seqs are taken).
+                # meanwhile makes this try fail, as its items would (their seqs are taken),
+                # and the next one plans again (see ingest_session).
                 # Every item is known: the facts and totals go in with the row.
                 session = Session(id=session_id, owner=owner, **fields)
                 set_new_session_facts(
@@ -496,6 +557,8 @@ def ingest_session(
         for blob_id in written:
             store.discard_sync(blob_id)
         Blob.objects.filter(id__in=written).delete()
+        if isinstance(error, IntegrityError) and not last_try:
+            raise _Conflict from None
         if isinstance(error, DatabaseError):
             message = f"the database refused it ({error}); nothing was recorded"
             raise IngestError(source_path, None, message) from None

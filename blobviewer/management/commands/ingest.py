@@ -15,7 +15,8 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,7 @@ from blobviewer.ingest import (
 )
 from blobviewer.ingest_progress import ProgressLine, Unended, is_terminal
 from blobviewer.kept_recordings import keep_copies
+from blobviewer.parallel_ingest import MAX_JOBS, default_jobs, ingest_in_workers, unavailable
 from blobviewer.read_ahead import RecordingReader
 from blobviewer.rebuild import rebuild_targets, still_outdated
 from blobviewer.session_logs import KeptRecordings, kept_recordings
@@ -129,6 +131,14 @@ class Command(BaseCommand):
             help="ingest sessions that `prune` deleted again (they are skipped otherwise)",
         )
         parser.add_argument(
+            "--jobs",
+            type=int,
+            metavar="N",
+            help="ingest N files at once, in worker processes (PostgreSQL only; default: "
+            "one per core, at most four, on PostgreSQL; 1 on SQLite, which takes one "
+            "writer at a time). Output stays in file order",
+        )
+        parser.add_argument(
             "--owner",
             metavar="USER",
             help="the user the sessions belong to: their API tokens may add to them "
@@ -152,6 +162,7 @@ class Command(BaseCommand):
         owner: str | None = None,
         rebuild: bool = False,
         rebuild_all: bool = False,
+        jobs: int | None = None,
         **options: Any,
     ) -> None:
         if rebuild_all and not rebuild:
@@ -165,10 +176,16 @@ class Command(BaseCommand):
             raise CommandError(
                 "give the recordings to ingest: manage.py ingest PATH... (or --agents)"
             )
+        if jobs is not None and jobs < 1:
+            raise CommandError("--jobs: give a number of processes, 1 or more")
+        if jobs is not None and jobs > MAX_JOBS:
+            raise CommandError(f"--jobs: at most {MAX_JOBS} processes")
         try:
             migrated = prepare_database()
         except DatabaseNotReady as error:
             raise CommandError(str(error)) from None
+        if jobs is not None and (why := unavailable(jobs)):
+            raise CommandError(f"--jobs {jobs}: {why}")
         if migrated:
             self.stdout.write(migrated)
         copies = kept_recordings()
@@ -201,6 +218,7 @@ class Command(BaseCommand):
         present = [path for path in paths if path.exists()]
         sources = targets.copies if targets is not None else {}
         run = _Options(blob_store(), force, owner_user, rebuild, copies, sources)
+        self._jobs = default_jobs() if jobs is None else jobs
         stop = threading.Event()
         with stop_on_signals(stop):
             if watch:
@@ -248,23 +266,12 @@ class Command(BaseCommand):
             ProgressLine(Unended(self.stdout), len(files)) if is_terminal(self.stdout) else None
         )
         self._progress = progress
-        # The next files are read in a worker meanwhile (not when watching: the first
-        # pass may share the process with the watcher's thread, and changes come few).
-        reader = RecordingReader([path for path, _ in files] if seen is None else [])
         try:
-            for number, (path, named) in enumerate(files, start=1):
-                if stop.is_set():
-                    break
-                if progress is not None:
-                    progress.update(done=number - 1, items=tally.new_items, current=path)
-                key = Seen.key(path)
-                prefix = f"[{number}/{len(files)}] "
-                ok = self._ingest(path, named, prefix, tally, run, said, reader.take(path))
-                if ok and seen is not None:
-                    seen.remember(path, key)
-                tally.done = number
+            if seen is None and self._jobs > 1 and len(files) > 1:
+                self._in_workers(files, run, stop, tally)
+            else:
+                self._in_turn(files, run, stop, tally, seen, said)
         finally:
-            reader.close()
             if progress is not None:
                 progress.clear()
             self._progress = None
@@ -276,9 +283,59 @@ class Command(BaseCommand):
         )
         return tally
 
+    def _in_turn(
+        self,
+        files: list[tuple[Path, bool]],
+        run: _Options,
+        stop: threading.Event,
+        tally: _Pass,
+        seen: Seen | None,
+        said: dict[str, str] | None,
+    ) -> None:
+        """The files one after the other, in this process; the next ones are read in a
+        worker meanwhile (not when watching: the first pass may share the process with
+        the watcher's thread, and changes come few)."""
+        with RecordingReader([path for path, _ in files] if seen is None else []) as reader:
+            for number, (path, named) in enumerate(files, start=1):
+                if stop.is_set():
+                    break
+                self._show_progress(number, tally, path)
+                key = Seen.key(path)
+                prefix = f"[{number}/{len(files)}] "
+                ok = self._ingest(path, named, prefix, tally, run, said, reader.take(path))
+                if ok and seen is not None:
+                    seen.remember(path, key)
+                tally.done = number
+
+    def _in_workers(
+        self, files: list[tuple[Path, bool]], run: _Options, stop: threading.Event, tally: _Pass
+    ) -> None:
+        """The files in --jobs worker processes (blobviewer.parallel_ingest), reported in
+        their order as each is done."""
+        done = ingest_in_workers(
+            files,
+            partial(_ingest_in_worker, run),
+            jobs=self._jobs,
+            stop=stop,
+            here=lambda file: _outcomes(file[0], run),
+        )
+        self._show_progress(1, tally, files[0][0])
+        for number, ((path, named), outcomes) in enumerate(done, start=1):
+            shown = run.sources.get(path, path)  # type: ignore[arg-type]  # see _Options
+            self._report(shown, named, f"[{number}/{len(files)}] ", tally, outcomes)
+            tally.done = number
+            if number < len(files):
+                self._show_progress(number + 1, tally, files[number][0])
+
+    def _show_progress(self, number: int, tally: _Tally, path: Path) -> None:
+        """On a terminal: file *number* (*path*) is next."""
+        if self._progress is not None:
+            self._progress.update(done=number - 1, items=tally.new_items, current=path)
+
     # --- one recording ----------------------------------------------------------------------
 
     _progress: ProgressLine | None = None
+    _jobs = 1  # files ingested at once (see _handle)
 
     def _say(self, line: str, *, error: bool = False, quiet: bool = False) -> None:
         """A line about one file: on a terminal above the progress line (a *quiet* line, a
@@ -307,23 +364,21 @@ class Command(BaseCommand):
         last outdated or pruned message of each session, so a recording that keeps
         growing says it once, not at every change, until something else happens to it.
         *opened*: the file as read ahead, if it was."""
-        read_from = path
-        path = run.sources.get(path, path)  # type: ignore[assignment]  # see _Options
-        try:
-            if opened is None and run.copies is not None:
-                opened = _open(read_from, path)  # what is ingested is what is kept
-            outcomes: list[tuple[str, Any]] = ingest_recordings(
-                path,
-                store=run.store,
-                force=run.force,
-                owner=run.owner,
-                rebuild=run.rebuild,
-                opened=opened,
-            )
-        except Exception as error:  # noqa: BLE001 - reported below, like a run's error
-            outcomes = [("", error)]
-        if run.copies is not None and opened is not None and read_from == path:
-            outcomes = self._keep(run.copies, path, opened, outcomes)
+        outcomes = _outcomes(path, run, opened)
+        shown = run.sources.get(path, path)  # type: ignore[arg-type]  # see _Options
+        return self._report(shown, named, prefix, tally, outcomes, said)
+
+    def _report(
+        self,
+        path: Path,
+        named: bool,
+        prefix: str,
+        tally: _Tally,
+        outcomes: list[tuple[str, Any]],
+        said: dict[str, str] | None = None,
+    ) -> bool:
+        """Report what ingesting *path* (the recording, as its session names it) came to,
+        a line per session; True when nothing about it failed."""
         ok = all(isinstance(outcome, IngestResult) for _, outcome in outcomes)
         tally.ingested += ok
         # An evaluation output holds several runs: a line for each (label: which run).
@@ -387,29 +442,6 @@ class Command(BaseCommand):
             )
         return ok
 
-    @staticmethod
-    def _keep(
-        copies: KeptRecordings, path: Path, opened: Opened, outcomes: list[tuple[str, Any]]
-    ) -> list[tuple[str, Any]]:
-        """Keep the recording of each session ingested from *path* in the object store;
-        a copy that cannot be kept turns the sessions' outcomes into errors (ingested, but
-        not re-derivable from another host)."""
-        results = [outcome for _, outcome in outcomes if isinstance(outcome, IngestResult)]
-        try:
-            keep_copies(copies, path, opened, results)
-        except (OSError, BlobStoreError) as error:
-            failed = IngestError(
-                str(path),
-                None,
-                "ingested, but its copy could not be kept in the object store (a rebuild "
-                f"from another host will not find it; ingest it again): {error}",
-            )
-            return [
-                (label, failed if isinstance(outcome, IngestResult) else outcome)
-                for label, outcome in outcomes
-            ]
-        return outcomes
-
     def _flush(self) -> None:
         """Watching, output is read as it comes (a log, `| tee`): not held in a buffer."""
         self.stdout.flush()
@@ -469,6 +501,66 @@ class Command(BaseCommand):
             f"{watched.ingested} changed recordings ingested{failed}, "
             f"{watched.new_items} new items while watching"
         )
+
+
+_worker_run: _Options | None = None  # in an ingest worker process: its own options
+
+
+def _ingest_in_worker(run: _Options, file: tuple[Path, bool]) -> list[tuple[str, Any]]:
+    """In a worker process (blobviewer.parallel_ingest): _outcomes of *file*, with a blob
+    store and kept copies opened by the worker (an object store's client must not be
+    shared across a fork; the database connection is the worker's own already)."""
+    global _worker_run
+    if _worker_run is None:
+        copies = kept_recordings() if run.copies is not None else None
+        _worker_run = replace(run, store=blob_store(), copies=copies)
+    return _outcomes(file[0], _worker_run)
+
+
+def _outcomes(path: Path, run: _Options, opened: Opened | None = None) -> list[tuple[str, Any]]:
+    """Ingest one recording (*opened*: as read ahead, if it was): ingest_recordings'
+    outcomes, a run's error or the file's as an exception, never raised."""
+    read_from = path
+    path = run.sources.get(path, path)  # type: ignore[assignment]  # see _Options
+    try:
+        if opened is None and run.copies is not None:
+            opened = _open(read_from, path)  # what is ingested is what is kept
+        outcomes: list[tuple[str, Any]] = ingest_recordings(
+            path,
+            store=run.store,
+            force=run.force,
+            owner=run.owner,
+            rebuild=run.rebuild,
+            opened=opened,
+        )
+    except Exception as error:  # noqa: BLE001 - reported like a run's error
+        outcomes = [("", error)]
+    if run.copies is not None and opened is not None and read_from == path:
+        outcomes = _keep(run.copies, path, opened, outcomes)
+    return outcomes
+
+
+def _keep(
+    copies: KeptRecordings, path: Path, opened: Opened, outcomes: list[tuple[str, Any]]
+) -> list[tuple[str, Any]]:
+    """Keep the recording of each session ingested from *path* in the object store;
+    a copy that cannot be kept turns the sessions' outcomes into errors (ingested, but
+    not re-derivable from another host)."""
+    results = [outcome for _, outcome in outcomes if isinstance(outcome, IngestResult)]
+    try:
+        keep_copies(copies, path, opened, results)
+    except (OSError, BlobStoreError) as error:
+        failed = IngestError(
+            str(path),
+            None,
+            "ingested, but its copy could not be kept in the object store (a rebuild "
+            f"from another host will not find it; ingest it again): {error}",
+        )
+        return [
+            (label, failed if isinstance(outcome, IngestResult) else outcome)
+            for label, outcome in outcomes
+        ]
+    return outcomes
 
 
 def _open(read_from: Path, path: Path | str) -> Opened:
