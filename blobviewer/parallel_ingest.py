@@ -17,6 +17,7 @@ what it does not have yet.
 from __future__ import annotations
 
 import multiprocessing
+import multiprocessing.util
 import os
 import pickle
 import signal
@@ -155,6 +156,8 @@ def _start_worker() -> None:
     # the files under way), so workers ignore it; SIGTERM ends one as any other process.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    # A worker that is done says goodbye to the database rather than just vanishing.
+    multiprocessing.util.Finalize(None, connections.close_all, exitpriority=10)
 
 
 def _cores() -> int:
