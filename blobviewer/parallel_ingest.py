@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import multiprocessing
 import multiprocessing.util
-import os
 import pickle
 import signal
 import threading
@@ -30,6 +29,7 @@ from typing import Any, TypeVar
 from django.db import connection, connections
 
 from blobviewer.ingest import IngestError
+from blobviewer.read_ahead import cores
 
 MAX_JOBS = 8
 AHEAD = 2  # files queued for each worker beyond the one it is ingesting
@@ -44,7 +44,7 @@ def default_jobs() -> int:
     four) on PostgreSQL, none (the command's own process) on SQLite."""
     if connection.vendor != "postgresql":
         return 1
-    return max(1, min(4, _cores()))
+    return max(1, min(4, cores()))
 
 
 def unavailable(jobs: int) -> str:
@@ -158,10 +158,3 @@ def _start_worker() -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     # A worker that is done says goodbye to the database rather than just vanishing.
     multiprocessing.util.Finalize(None, connections.close_all, exitpriority=10)
-
-
-def _cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1

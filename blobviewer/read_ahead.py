@@ -42,7 +42,7 @@ class RecordingReader:
         self._pool: ProcessPoolExecutor | None = None
         if (
             len(self._paths) > 1
-            and _cores() > 1
+            and cores() > 1
             and _FORK in multiprocessing.get_all_start_methods()
         ):
             # The worker is a fork of this process, database connections and all, and
@@ -124,7 +124,8 @@ def _start_worker() -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
-def _cores() -> int:
+def cores() -> int:
+    """The cores this process may run on."""
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux

@@ -73,7 +73,7 @@ def test_a_folder_read_ahead_records_what_reading_each_file_here_records(
         return opened
 
     monkeypatch.setattr(RecordingReader, "take", counted)
-    monkeypatch.setattr(read_ahead, "_cores", lambda: 2)
+    monkeypatch.setattr(read_ahead, "cores", lambda: 2)
     out = StringIO()
     call_command("ingest", str(recordings), stdout=out, stderr=StringIO())
     ahead = recorded()
@@ -97,7 +97,7 @@ def test_a_folder_read_ahead_records_what_reading_each_file_here_records(
 def test_a_damaged_file_read_ahead_is_reported_as_when_read_here(
     recordings: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(read_ahead, "_cores", lambda: 2)
+    monkeypatch.setattr(read_ahead, "cores", lambda: 2)
     claude = next(
         p
         for p in recordings.iterdir()
@@ -115,7 +115,7 @@ def test_a_damaged_file_read_ahead_is_reported_as_when_read_here(
         return err.getvalue().splitlines()
 
     ahead = errors()
-    monkeypatch.setattr(read_ahead, "_cores", lambda: 1)  # everything read here
+    monkeypatch.setattr(read_ahead, "cores", lambda: 1)  # everything read here
     here = errors()
 
     assert ahead == here
