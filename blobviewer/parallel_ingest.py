@@ -58,6 +58,12 @@ def unavailable(jobs: int) -> str:
     return ""
 
 
+def in_workers(jobs: int) -> bool:
+    """Whether ingest_in_workers runs items in *jobs* worker processes (not inside a
+    transaction, whose rows the workers' connections could not see)."""
+    return jobs > 1 and not connection.in_atomic_block
+
+
 def ingest_in_workers(
     items: Sequence[T],
     work: Callable[[T], Outcomes],
@@ -74,7 +80,7 @@ def ingest_in_workers(
     worker that dies leaves the items not yet yielded to it."""
     global _work
     here = here or work
-    if jobs <= 1 or connection.in_atomic_block:
+    if not in_workers(jobs):
         for item in items:
             if stop.is_set():
                 return

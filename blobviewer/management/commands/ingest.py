@@ -40,7 +40,13 @@ from blobviewer.ingest import (
 )
 from blobviewer.ingest_progress import ProgressLine, Unended, is_terminal
 from blobviewer.kept_recordings import keep_copies
-from blobviewer.parallel_ingest import MAX_JOBS, default_jobs, ingest_in_workers, unavailable
+from blobviewer.parallel_ingest import (
+    MAX_JOBS,
+    default_jobs,
+    in_workers,
+    ingest_in_workers,
+    unavailable,
+)
 from blobviewer.read_ahead import RecordingReader
 from blobviewer.rebuild import rebuild_targets, still_outdated
 from blobviewer.session_logs import KeptRecordings, kept_recordings
@@ -267,7 +273,7 @@ class Command(BaseCommand):
         )
         self._progress = progress
         try:
-            if seen is None and self._jobs > 1 and len(files) > 1:
+            if seen is None and len(files) > 1 and in_workers(self._jobs):
                 self._in_workers(files, run, stop, tally)
             else:
                 self._in_turn(files, run, stop, tally, seen, said)
