@@ -402,6 +402,21 @@ class _Conflict(Exception):
     """Another transaction wrote rows of this session after the plan was made."""
 
 
+# PostgreSQL's deadlock_detected and serialization_failure: two transactions of one
+# session (or sharing blobs) waited for each other, and this one was chosen to give way.
+_GIVE_WAY = frozenset({"40P01", "40001"})
+
+
+def _conflicted(error: BaseException) -> bool:
+    """Whether *error* is another ingest's doing, so that trying again can succeed: its
+    rows took a key this one wanted, or the two transactions deadlocked."""
+    if isinstance(error, IntegrityError):
+        return True
+    return isinstance(error, DatabaseError) and (
+        getattr(error.__cause__, "sqlstate", None) in _GIVE_WAY
+    )
+
+
 def _ingest_once(
     header: Mapping[str, Any],
     records: Sequence[Mapping[str, Any]],
@@ -557,7 +572,7 @@ def _ingest_once(
         for blob_id in written:
             store.discard_sync(blob_id)
         Blob.objects.filter(id__in=written).delete()
-        if isinstance(error, IntegrityError) and not last_try:
+        if _conflicted(error) and not last_try:
             raise _Conflict from None
         if isinstance(error, DatabaseError):
             message = f"the database refused it ({error}); nothing was recorded"

@@ -236,7 +236,9 @@ def index_session(
 def _index_session(
     session_id: uuid.UUID, *, store: BlobStore, changed_items: Iterable[Item]
 ) -> None:
-    session = Session.objects.filter(pk=session_id).only("pk", "title").first()
+    # Locked: two ingests of one session at once (ingest --jobs, an upload) index it one
+    # after the other, the second finding done what the first did (no chunk twice).
+    session = Session.objects.select_for_update().filter(pk=session_id).only("pk", "title").first()
     if session is None:
         return
     index_title(session)

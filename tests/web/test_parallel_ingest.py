@@ -18,10 +18,11 @@ from typing import Any
 import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection
+from django.db.models import Count
 
 from blobviewer import ingest as ingest_module
 from blobviewer.ingest import IngestError, ingest_session
-from blobviewer.models import Blob, Item, Session
+from blobviewer.models import Blob, Item, SearchChunk, Session
 from blobviewer.parallel_ingest import ingest_in_workers
 from web.records import BUILD_LOG, header, tool_result_item, user_item
 
@@ -46,7 +47,10 @@ def write_log(folder: Path, name: str, session_id: uuid.UUID, items: int) -> Pat
 
 def ingest(*args: Any) -> tuple[str, str]:
     out, err = StringIO(), StringIO()
-    call_command("ingest", *[str(arg) for arg in args], stdout=out, stderr=err)
+    try:
+        call_command("ingest", *[str(arg) for arg in args], stdout=out, stderr=err)
+    except CommandError as error:  # with what the command said, to see why
+        raise CommandError(f"{error}\n{err.getvalue()}") from None
     return out.getvalue(), err.getvalue()
 
 
@@ -103,6 +107,10 @@ def test_two_files_of_one_session_at_once_record_it_once(tmp_path, store):
     assert Item.objects.filter(session=session).count() == 30 == session.item_count
     assert Blob.objects.count() == 10
     assert len(list(store.ids_sync())) == 10  # the losers' blobs were discarded
+    # Indexed for search once: no chunk twice.
+    chunks = SearchChunk.objects.values("item_id", "blob_id", "source", "start")
+    assert not chunks.annotate(n=Count("id")).filter(n__gt=1).exists()
+    assert SearchChunk.objects.filter(item__isnull=False).values("item_id").distinct().count() == 30
 
 
 @postgresql_only
