@@ -28,6 +28,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 
+from case_runs import measure, run_case  # noqa: E402  (bench/, beside this script)
+
 from core.content import Text  # noqa: E402
 from core.inspect_tool import inspect_blob  # noqa: E402
 from core.promotion import promote  # noqa: E402
@@ -238,23 +240,12 @@ def main() -> None:
         print("all goals met" if not misses else f"goals missed: {', '.join(misses)}")
 
 
-# -- grep: and big JSON promotion (issue 9) ---------------------------------------------------
-# Each case runs in a fresh subprocess with its input already read, three times: times are
-# the best CPU time (time.process_time: the machine is shared, and CPU time is what a
-# worker spends) and wall time; memory is the peak RSS (VmHWM, reset through
-# /proc/self/clear_refs) above the RSS just before the case ran, i.e. native allocations
-# (RE2, orjson, ijson) counted too.
+# -- grep: (issue 9) --------------------------------------------------------------------------
+# Each case runs in a fresh subprocess with its input already read, three times (see
+# bench/case_runs.py for what is measured).
 
 GREP_PATTERN = "ERROR"
 RARE_EVERY = 100_000  # one line in this many holds the pattern: grep: reads the whole file
-
-
-def _kib(field: str) -> int:
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith(field):
-                return int(line.split()[1])
-    return 0
 
 
 def _case_grep_inspect(path: Path) -> Callable[[], object]:
@@ -279,25 +270,7 @@ CASES = {f.__name__.removeprefix("_case_"): f for f in (
 
 
 def _run_case(name: str, path: str) -> None:
-    run = CASES[name](Path(path))
-    gc.collect()
-    start = _kib("VmRSS:")
-    with open("/proc/self/clear_refs", "w") as refs:
-        refs.write("5")
-    cpu, wall = time.process_time(), time.perf_counter()
-    run()
-    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
-    print(f"{cpu} {wall} {(_kib('VmHWM:') - start) * 1024}")
-
-
-def _measure_case(name: str, path: Path, repeat: int = 3) -> tuple[float, float, int]:
-    runs = []
-    for _ in range(repeat):
-        command = [sys.executable, __file__, "--case", name, str(path)]
-        out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
-        cpu, wall, peak = out.split()
-        runs.append((float(cpu), float(wall), int(peak)))
-    return min(r[0] for r in runs), min(r[1] for r in runs), max(r[2] for r in runs)
+    run_case(CASES[name](Path(path)))
 
 
 def grep_bench(mb: int, scratch: Path) -> list[str]:
@@ -321,7 +294,10 @@ def grep_bench(mb: int, scratch: Path) -> list[str]:
     ]
     measured = {}
     for label, case in rows:
-        cpu, wall, peak = _measure_case(case, text_path)
+        result = measure(__file__, case, text_path, 3)
+        if isinstance(result, str):
+            raise SystemExit(f"{label}: {result}")
+        cpu, wall, peak = result
         measured[case] = cpu
         print(f"{label:<48} {cpu:>6.2f}s cpu {wall:>6.2f}s wall {peak / 2**20:>7.1f} MB")
     started = time.perf_counter()

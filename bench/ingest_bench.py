@@ -251,8 +251,6 @@ class Timers:
         self.seconds: dict[str, float] = {}
         self.cpu: dict[str, float] = {}  # this process's CPU time, likewise
         self._depth: dict[str, int] = {}
-        self.profiler: Any = None  # paused during search indexing, which is not profiled
-        self.server: Callable[[], float] | None = None  # the database server's CPU, if known
 
     def wrap(self, owner: Any, attribute: str, phase: str) -> None:
         original: Callable[..., Any] | None = getattr(owner, attribute, None)
@@ -262,25 +260,16 @@ class Timers:
         def timed(*args: Any, **kwargs: Any) -> Any:
             depth = self._depth.get(phase, 0)
             self._depth[phase] = depth + 1
-            paused = self.profiler is not None and phase == "search"
-            if paused:
-                self.profiler.disable()
             started, cpu_started = time.perf_counter(), time.process_time()
-            server_started = self.server() if self.server and phase == "search" else 0.0
             try:
                 return original(*args, **kwargs)
             finally:
-                if paused:
-                    self.profiler.enable()
                 self._depth[phase] = depth
                 if depth == 0:
                     spent = time.perf_counter() - started
                     self.seconds[phase] = self.seconds.get(phase, 0.0) + spent
                     cpu = time.process_time() - cpu_started
                     self.cpu[phase] = self.cpu.get(phase, 0.0) + cpu
-                    if self.server and phase == "search":
-                        server = self.server() - server_started
-                        self.cpu["search server"] = self.cpu.get("search server", 0.0) + server
 
         setattr(owner, attribute, timed)
 
@@ -304,7 +293,7 @@ def child(folder: Path, data: Path, profile: bool, jobs_given: int | None) -> No
 
     call_command("migrate", verbosity=0)
     timers = Timers()
-    timers.server = server_cpu(connection)
+    ingest_server = server_cpu(connection)
     # Search indexing is measured apart, after the ingest (which skips it here; its worker
     # processes, if any, are forked with this), so that nothing the command does while
     # indexing (reading ahead) counts as free; the rest is the ingest proper, in phases.
@@ -328,11 +317,11 @@ def child(folder: Path, data: Path, profile: bool, jobs_given: int | None) -> No
     if profile:
         import cProfile
 
-        profiler = timers.profiler = cProfile.Profile(time.process_time)
+        profiler = cProfile.Profile(time.process_time)
         profiler.enable()
     started, own_started = time.perf_counter(), time.process_time()
     cpu_started = own_started + _children_cpu()
-    server_started = timers.server() if timers.server else 0.0
+    server_started = ingest_server() if ingest_server else 0.0
     jobs = [] if jobs_given is None else ["--jobs", str(jobs_given)]
     try:
         call_command("ingest", *files, *jobs, stdout=out, stderr=err)
@@ -346,7 +335,7 @@ def child(folder: Path, data: Path, profile: bool, jobs_given: int | None) -> No
         # The server process of this connection: with worker processes, theirs are others.
         parallel = connection.connection is None
         server_cpu_spent = (
-            timers.server() - server_started if timers.server and not parallel else None
+            ingest_server() - server_started if ingest_server and not parallel else None
         )
         if profiler is not None:
             import pstats
@@ -358,7 +347,8 @@ def child(folder: Path, data: Path, profile: bool, jobs_given: int | None) -> No
     from blobviewer.data_dir import blob_store
     from blobviewer.models import Session
 
-    server = server_cpu(connection)  # this connection's server process, for the search
+    # The server process of this connection (a new one after an ingest by workers).
+    server = server_cpu(connection)
     search_started, search_cpu_started = time.perf_counter(), time.process_time()
     search_server_started = server() if server else 0.0
     store = blob_store()

@@ -15,12 +15,9 @@ peak <= 2x the output's size.
 from __future__ import annotations
 
 import argparse
-import gc
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -28,6 +25,8 @@ from pathlib import Path
 import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from case_runs import measure, run_case  # noqa: E402  (bench/, beside this script)
 
 from core.json_stream import _IJSON, _Reader  # noqa: E402
 from core.promotion import admit_sync, promote  # noqa: E402
@@ -156,38 +155,9 @@ CASES = {
 }
 
 
-def _kib(field: str) -> int:
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith(field):
-                return int(line.split()[1])
-    return 0
-
-
 def _run_case(name: str, path: str) -> None:
     text = Path(path).read_text(encoding="utf-8")
-    run = CASES[name](Path(path), text)
-    gc.collect()
-    start = _kib("VmRSS:")
-    with open("/proc/self/clear_refs", "w") as refs:
-        refs.write("5")
-    cpu, wall = time.process_time(), time.perf_counter()
-    run()
-    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
-    print(f"{cpu} {wall} {(_kib('VmHWM:') - start) * 1024}")
-
-
-def measure(name: str, path: Path, repeat: int) -> tuple[float, float, int] | str:
-    """Best CPU and wall time and the highest peak of *repeat* runs, or why it failed."""
-    runs = []
-    for _ in range(repeat):
-        command = [sys.executable, __file__, "--case", name, str(path)]
-        done = subprocess.run(command, capture_output=True, text=True)
-        if done.returncode != 0:
-            return (done.stderr.strip().splitlines() or ["failed"])[-1]
-        cpu, wall, peak = done.stdout.split()
-        runs.append((float(cpu), float(wall), int(peak)))
-    return min(r[0] for r in runs), min(r[1] for r in runs), max(r[2] for r in runs)
+    run_case(CASES[name](Path(path), text))
 
 
 def main() -> int:
@@ -226,7 +196,7 @@ def main() -> int:
                 ]
             measured: dict[str, tuple[float, float, int]] = {}
             for label, case, repeat in rows:
-                result = measure(case, path, repeat)
+                result = measure(__file__, case, path, repeat)
                 if isinstance(result, str):
                     print(f"{label:<48} not measured: {result}")
                     continue

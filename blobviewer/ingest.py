@@ -35,6 +35,7 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -451,28 +452,17 @@ def _ingest_once(
     stored: dict[uuid.UUID, Blob] = {}  # the rows of blobs written, made as they were
     reused: list[uuid.UUID] = []
     try:
-        new_records = [
-            _promoted(
-                record,
-                store=store,
-                policy=policy,
-                source_path=source_path,
-                written=written,
-                stored=stored,
-            )
-            for record in plan.new
-        ]
+        promoted = partial(
+            _promoted,
+            store=store,
+            policy=policy,
+            source_path=source_path,
+            written=written,
+            stored=stored,
+        )
+        new_records = [promoted(record) for record in plan.new]
         rederived_records = [
-            _promoted(
-                record,
-                store=store,
-                policy=policy,
-                source_path=source_path,
-                written=written,
-                stored=stored,
-                reuse=plan.old_blobs.get(record["seq"]),
-                reused=reused,
-            )
+            promoted(record, reuse=plan.old_blobs.get(record["seq"]), reused=reused)
             for record in plan.rederived
         ]
         new_items = [_item(session_id, source_path, record) for record in new_records]
