@@ -29,8 +29,9 @@ database.
 The ingest's CPU is split between this process, its workers and the PostgreSQL server,
 and each phase shows its CPU beside its time ("waiting for the reader" is the command
 waiting for its read-ahead worker). Before each run the bench waits until creating a file
-costs what it does on a quiet disk (see settle): the previous run's clean-up must not be
-measured.
+costs what it does on a quiet disk (see settle), and prints that cost: files deleted just
+before a run (by the bench's previous run, or by a test suite) must not be measured. The
+bench deletes nothing until it ends.
 
 After each run the bench checks what was recorded: one session per file, every item and
 every stored blob in the database, a search chunk for every item with text and a search
@@ -67,6 +68,7 @@ DEFAULT_SIZES = "1000,10000,100000"
 UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 REPLICA_NAMESPACE = uuid.UUID("8a6f2c1e-3b7d-4e59-a0c4-5d1e9f7b2c30")
 PG_LOCAL = "postgres://postgres@127.0.0.1:5432/postgres"
+QUIET_CREATE = 60e-6  # seconds to create a small file, well above a quiet disk's cost
 
 
 # --- the recordings, replicated ------------------------------------------------------------
@@ -450,53 +452,56 @@ def _recorded(files: int, out: str, err: str) -> dict[str, Any]:
     }
 
 
-def settle(work: Path, *, limit: float = 60.0) -> None:
-    """Wait until creating a file costs what it does on a quiet disk again. Deleting many
-    files (the previous run's data folder) slows every file created for seconds after it
-    on some file systems (ext4 mounted with `discard` trims the freed blocks meanwhile),
-    and a run must not be measured on its predecessor's clean-up."""
+def settle(work: Path, *, limit: float = 90.0) -> float:
+    """Wait until creating a file costs what it does on a quiet disk; return the cost per
+    file then (seconds). ext4 without a journal (this machine's disk) does not reuse an
+    inode freed in the last minute, and finds that out again on every create in its block
+    group, inode by inode from the group's start (`recently_deleted` in the kernel): for a
+    minute after a few thousand files there were deleted, each new file costs up to
+    0.7 ms of CPU here instead of 20 µs. Whatever deleted files just before the bench (a
+    test run, an earlier bench) would be measured as the ingest's own cost, so the bench
+    deletes nothing until it ends and waits here: once the cost is low, or a minute after
+    os.sync() (a freed inode's written-out table block makes it reusable after 60 s)."""
     os.sync()
-    probe = work / "settle-probe"
-    probe.mkdir(exist_ok=True)
-    deadline, costs = time.monotonic() + limit, []
-    # Calm once the cost stops falling: the last 2 seconds' median is within 20% of the 2
-    # seconds' before (it falls for several seconds after a big delete, then stays flat).
-    while time.monotonic() < deadline:
-        started = time.perf_counter()
+    probes = work / "settle-probes"
+    probes.mkdir(exist_ok=True)
+    started = time.monotonic()
+    while True:
+        folder = Path(tempfile.mkdtemp(dir=probes))  # nothing is deleted: see above
+        begun = time.perf_counter()
         for n in range(100):
-            (probe / f"{n}").write_bytes(b"x" * 4096)
-        costs.append(time.perf_counter() - started)
-        for n in range(100):
-            (probe / f"{n}").unlink()
-        if len(costs) >= 16:
-            recent, before = sorted(costs[-8:]), sorted(costs[-16:-8])
-            if recent[4] >= 0.8 * before[4]:
-                break
-        time.sleep(0.25)
-    probe.rmdir()
+            (folder / f"{n}").write_bytes(b"x" * 2048)
+        cost = (time.perf_counter() - begun) / 100
+        waited = time.monotonic() - started
+        if cost < QUIET_CREATE or waited > 65 or waited > limit:
+            return cost
+        time.sleep(1.0)
 
 
 def run(
     folder: Path, database: str | None, *, profile: bool = False, jobs: int | None = None
 ) -> dict[str, Any]:
     """One ingest of *folder* in a fresh subprocess; SQLite unless *database* is a URL."""
-    settle(folder.parent)
-    with tempfile.TemporaryDirectory(prefix="ingest-bench-data-") as data:
-        env = {**os.environ, "DEBUG": "false", "SECRET_KEY": "ingest-bench-" + "x" * 50}
-        env.pop("DATABASE_URL", None)
-        if database:
-            env["DATABASE_URL"] = database
-        command = [sys.executable, __file__, "--child", str(folder), "--data", data]
-        if profile:
-            command.append("--child-profile")
-        if jobs is not None:
-            command += ["--child-jobs", str(jobs)]
-        done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
-        if profile:
-            sys.stdout.write(done.stderr)
-        if done.returncode != 0:
-            raise SystemExit(f"the ingest run failed:\n{done.stdout}\n{done.stderr[-4000:]}")
-        return json.loads(done.stdout.strip().splitlines()[-1])
+    create_cost = settle(folder.parent)
+    # Removed with the rest when the bench ends, not now: see settle.
+    data = tempfile.mkdtemp(prefix="data-", dir=folder.parent)
+    env = {**os.environ, "DEBUG": "false", "SECRET_KEY": "ingest-bench-" + "x" * 50}
+    env.pop("DATABASE_URL", None)
+    if database:
+        env["DATABASE_URL"] = database
+    command = [sys.executable, __file__, "--child", str(folder), "--data", data]
+    if profile:
+        command.append("--child-profile")
+    if jobs is not None:
+        command += ["--child-jobs", str(jobs)]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    if profile:
+        sys.stdout.write(done.stderr)
+    if done.returncode != 0:
+        raise SystemExit(f"the ingest run failed:\n{done.stdout}\n{done.stderr[-4000:]}")
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    result["create_cost"] = create_cost
+    return result
 
 
 # --- the report ------------------------------------------------------------------------------
@@ -563,6 +568,10 @@ def report(name: str, results: list[dict[str, Any]]) -> int:
         elif result.get("parallel"):
             split += " (the PostgreSQL servers of the workers' connections: not measured)"
         print(f"{'':>8} the ingest's CPU: {split}")
+        print(
+            f"{'':>8} creating a file cost {result['create_cost'] * 1e6:.0f} µs just before "
+            "the run (see settle)"
+        )
         if result.get("parallel"):
             print(f"{'':>8} files ingested by worker processes (ingest --jobs): no phases")
         else:
