@@ -9,8 +9,8 @@ import contextlib
 import errno
 import os
 import re
+import secrets
 import stat
-import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -254,17 +254,14 @@ class FsBlobStore(AsyncTwins):
         """Write *data* (bytes, or chunks of them) under *path* atomically; with
         ``replace=False`` an existing file is kept (the link fails) and False is returned."""
         try:
-            self.root.mkdir(parents=True, exist_ok=True)
-            fd, temp_name = tempfile.mkstemp(dir=self.root, prefix=TEMP_PREFIX)
+            fd, temp_name = self._open_temp()
         except OSError as error:
             raise BlobIOError(f"cannot write to {self.root}: {error.strerror}") from None
         try:
             with os.fdopen(fd, "wb") as file:
-                if isinstance(data, bytes | bytearray | memoryview):
-                    file.write(data)
-                else:
-                    for chunk in data:
-                        file.write(chunk)
+                chunks = (data,) if isinstance(data, bytes | bytearray | memoryview) else data
+                for chunk in chunks:
+                    file.write(chunk)
                 if self.fsync:
                     file.flush()
                     os.fsync(file.fileno())
@@ -284,6 +281,22 @@ class FsBlobStore(AsyncTwins):
             if isinstance(error, OSError):
                 raise BlobIOError(f"cannot write blob {path.name}: {error.strerror}") from None
             raise
+
+    def _open_temp(self) -> tuple[int, str]:
+        """A new file to write a blob into, as `tempfile.mkstemp` makes one (a random name
+        that no other writer has, mode 0600) at a third of its cost: ingest writes
+        thousands. The folder is made the first time it is missing."""
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+        for _ in range(100):
+            name = f"{self.root}/{TEMP_PREFIX}{secrets.token_hex(6)}"
+            try:
+                return os.open(name, flags, 0o600), name
+            except FileExistsError:
+                continue
+            except FileNotFoundError:
+                self.root.mkdir(parents=True, exist_ok=True)
+                return os.open(name, flags, 0o600), name
+        raise FileExistsError(errno.EEXIST, "no unused temporary name")
 
 
 def _unlinked(path: Path) -> str:
