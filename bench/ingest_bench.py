@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import json
 import os
 import re
@@ -452,28 +453,29 @@ def _recorded(files: int, out: str, err: str) -> dict[str, Any]:
     }
 
 
-def settle(work: Path, *, limit: float = 90.0) -> float:
-    """Wait until creating a file costs what it does on a quiet disk; return the cost per
-    file then (seconds). ext4 without a journal (this machine's disk) does not reuse an
-    inode freed in the last minute, and finds that out again on every create in its block
-    group, inode by inode from the group's start (`recently_deleted` in the kernel): for a
-    minute after a few thousand files there were deleted, each new file costs up to
-    0.7 ms of CPU here instead of 20 µs. Whatever deleted files just before the bench (a
-    test run, an earlier bench) would be measured as the ingest's own cost, so the bench
-    deletes nothing until it ends and waits here: once the cost is low, or a minute after
-    os.sync() (a freed inode's written-out table block makes it reusable after 60 s)."""
+def settle(folder: Path, *, limit: float = 420.0) -> float:
+    """Wait until creating a file in *folder* costs what it does on a quiet disk; return
+    the cost per file then (seconds). ext4 without a journal (this machine's disk) does
+    not reuse an inode freed in the last minute, and finds that out again on every create
+    in its block group, inode by inode from the group's start (`recently_deleted` in the
+    kernel): for a minute after a few thousand files there were deleted, each new file
+    costs up to 0.7 ms of CPU here instead of 30 µs. Whatever deleted files just before
+    the bench (a test run, an earlier bench) would be measured as the ingest's own cost,
+    so the bench deletes nothing until it ends and probes the very folder the run writes
+    its blobs to (each folder's files go to its own group), waiting until the cost is low
+    (a freed inode is reused after 60 s, or 6 minutes while its table block is not
+    written out yet). The probe files are named as the store names a file it is still
+    writing, which it ignores."""
     os.sync()
-    probes = work / "settle-probes"
-    probes.mkdir(exist_ok=True)
-    started = time.monotonic()
+    folder.mkdir(parents=True, exist_ok=True)
+    started, probes = time.monotonic(), itertools.count()
     while True:
-        folder = Path(tempfile.mkdtemp(dir=probes))  # nothing is deleted: see above
-        begun = time.perf_counter()
+        begun, probe = time.perf_counter(), next(probes)
         for n in range(100):
-            (folder / f"{n}").write_bytes(b"x" * 2048)
+            (folder / f".tmp-settle-{probe}-{n}").write_bytes(b"x" * 2048)
         cost = (time.perf_counter() - begun) / 100
         waited = time.monotonic() - started
-        if cost < QUIET_CREATE or waited > 65 or waited > limit:
+        if cost < QUIET_CREATE or waited > limit:
             return cost
         time.sleep(1.0)
 
@@ -482,9 +484,9 @@ def run(
     folder: Path, database: str | None, *, profile: bool = False, jobs: int | None = None
 ) -> dict[str, Any]:
     """One ingest of *folder* in a fresh subprocess; SQLite unless *database* is a URL."""
-    create_cost = settle(folder.parent)
     # Removed with the rest when the bench ends, not now: see settle.
     data = tempfile.mkdtemp(prefix="data-", dir=folder.parent)
+    create_cost = settle(Path(data) / "blobs")
     env = {**os.environ, "DEBUG": "false", "SECRET_KEY": "ingest-bench-" + "x" * 50}
     env.pop("DATABASE_URL", None)
     if database:
@@ -568,9 +570,10 @@ def report(name: str, results: list[dict[str, Any]]) -> int:
         elif result.get("parallel"):
             split += " (the PostgreSQL servers of the workers' connections: not measured)"
         print(f"{'':>8} the ingest's CPU: {split}")
+        quiet = "" if result["create_cost"] < QUIET_CREATE else ": NOT QUIET, slower than usual"
         print(
             f"{'':>8} creating a file cost {result['create_cost'] * 1e6:.0f} µs just before "
-            "the run (see settle)"
+            f"the run (see settle){quiet}"
         )
         if result.get("parallel"):
             print(f"{'':>8} files ingested by worker processes (ingest --jobs): no phases")

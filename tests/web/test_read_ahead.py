@@ -135,3 +135,31 @@ def test_runs_it_cannot_send_back_are_read_here(tmp_path: Path, store: Any) -> N
         sent = reader.take(other)
 
     assert sent is not None and sent.runs and sent.travels()
+
+
+def test_it_reads_ahead_sixteen_small_files_but_few_big_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(read_ahead, "cores", lambda: 2)
+    small = [tmp_path / f"small-{n}.jsonl" for n in range(40)]
+    for path in small:
+        path.write_bytes(b"{}\n")
+    with RecordingReader(small) as reader:
+        assert reader.ahead == read_ahead.AHEAD_FILES
+        reader.take(small[0])
+        assert reader.ahead == read_ahead.AHEAD_FILES  # one taken, the next one asked for
+
+    big = [tmp_path / f"big-{n}.jsonl" for n in range(6)]
+    for path in big:
+        with path.open("wb") as file:
+            file.truncate(12 * 1024 * 1024)  # sparse: its size is what counts
+    with RecordingReader(big) as reader:
+        assert reader.ahead == 3  # 36 MB: the third makes it pass 32 MB
+        reader.take(big[0])
+        assert reader.ahead == 3
+
+    huge = [tmp_path / "huge.jsonl", *small[:3]]
+    with huge[0].open("wb") as file:
+        file.truncate(read_ahead.AHEAD_BYTES + 1)
+    with RecordingReader(huge) as reader:
+        assert reader.ahead == 1  # a file bigger than the budget is still read ahead
