@@ -81,7 +81,10 @@ class Item(models.Model):
         ASSISTANT = "assistant"
         TOOL_RESULT = "tool_result"
 
-    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="items")
+    # No index of its own: item_unique_seq's (session, seq) serves every lookup by session.
+    session = models.ForeignKey(
+        Session, on_delete=models.CASCADE, related_name="items", db_index=False
+    )
     seq = models.PositiveIntegerField()
     type = models.CharField(max_length=20, choices=Type.choices)
     at = models.DateTimeField(null=True, blank=True)
@@ -181,7 +184,10 @@ class Blob(models.Model):
 class BlobRef(models.Model):
     """An item's `[blob:<id>]` reference. `session` repeats item.session for cheap counts."""
 
-    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="blob_refs")
+    # No index of its own: blobref_unique_item_blob's (item, blob) serves lookups by item.
+    item = models.ForeignKey(
+        Item, on_delete=models.CASCADE, related_name="blob_refs", db_index=False
+    )
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="blob_refs")
     blob = models.ForeignKey(Blob, on_delete=models.CASCADE, related_name="refs")
 
