@@ -64,6 +64,8 @@ from urllib.parse import urlsplit, urlunsplit
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from core.store import TEMP_PREFIX  # noqa: E402 - found through the line above
+
 GOAL = 10_000  # items/s (issue 9)
 DEFAULT_SIZES = "1000,10000,100000"
 UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
@@ -472,7 +474,7 @@ def settle(folder: Path, *, limit: float = 420.0) -> float:
     while True:
         begun, probe = time.perf_counter(), next(probes)
         for n in range(100):
-            (folder / f".tmp-settle-{probe}-{n}").write_bytes(b"x" * 2048)
+            (folder / f"{TEMP_PREFIX}settle-{probe}-{n}").write_bytes(b"x" * 2048)
         cost = (time.perf_counter() - begun) / 100
         waited = time.monotonic() - started
         if cost < QUIET_CREATE or waited > limit:

@@ -44,8 +44,8 @@ class RecordingReader:
     def __init__(self, paths: Sequence[Path]) -> None:
         self._paths = list(paths)
         self._next = 0
-        self._pending: dict[int, Future[Opened | None]] = {}
-        self._sizes: dict[int, int] = {}  # of the files read ahead and not taken yet
+        # The files read ahead and not taken yet, by index: the read, and the file's size.
+        self._pending: dict[int, tuple[Future[Opened | None], int]] = {}
         self._taken = 0
         self._pool: ProcessPoolExecutor | None = None
         if (
@@ -75,13 +75,11 @@ class RecordingReader:
         could not (read it with ingest's own reading, which raises its errors)."""
         index = self._taken
         self._taken += 1
-        self._sizes.pop(index, None)
-        if self._pool is None or index >= len(self._paths) or self._paths[index] != path:
+        pending = self._pending.pop(index, None)
+        if self._pool is None or pending is None or self._paths[index] != path:
             return None
         self._submit()
-        future = self._pending.pop(index, None)
-        if future is None:
-            return None
+        future, _ = pending
         try:
             return future.result()
         except BrokenProcessPool:  # the worker died (killed, out of memory): read here
@@ -91,24 +89,23 @@ class RecordingReader:
     @property
     def ahead(self) -> int:
         """How many files are read (or being read) ahead and not taken yet."""
-        return len(self._sizes)
+        return len(self._pending)
 
     def _submit(self) -> None:
         while self._pool is not None and self._next < len(self._paths) and self._room():
             path = self._paths[self._next]
             try:
-                self._pending[self._next] = self._pool.submit(read, path)
+                future = self._pool.submit(read, path)
             except (BrokenProcessPool, RuntimeError):
                 self.close()
                 return
-            self._sizes[self._next] = _size(path)
+            self._pending[self._next] = (future, _size(path))
             self._next += 1
 
     def _room(self) -> bool:
         """Whether another file may be read ahead (see AHEAD_FILES)."""
-        return not self._sizes or (
-            len(self._sizes) < AHEAD_FILES and sum(self._sizes.values()) < AHEAD_BYTES
-        )
+        held = sum(size for _, size in self._pending.values())
+        return not self._pending or (len(self._pending) < AHEAD_FILES and held < AHEAD_BYTES)
 
     def close(self) -> None:
         """Stop the worker: reads not started are cancelled, the one under way ends."""
@@ -116,7 +113,6 @@ class RecordingReader:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
         self._pending.clear()
-        self._sizes.clear()
 
     def __enter__(self) -> RecordingReader:
         return self

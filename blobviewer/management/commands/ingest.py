@@ -83,6 +83,10 @@ class _Options:
     # turn into s3:/...; ingest only ever writes str() of it).
     sources: dict[Path, str] = field(default_factory=dict)
 
+    def recording(self, path: Path) -> Path:
+        """The recording *path* stands for: itself, or the source of a kept copy."""
+        return self.sources.get(path, path)  # type: ignore[return-value]  # a str: see above
+
 
 class Command(BaseCommand):
     help = (
@@ -327,8 +331,7 @@ class Command(BaseCommand):
         )
         self._show_progress(1, tally, files[0][0])
         for number, ((path, named), outcomes) in enumerate(done, start=1):
-            shown = run.sources.get(path, path)  # type: ignore[arg-type]  # see _Options
-            self._report(shown, named, f"[{number}/{len(files)}] ", tally, outcomes)
+            self._report(run.recording(path), named, f"[{number}/{len(files)}] ", tally, outcomes)
             tally.done = number
             if number < len(files):
                 self._show_progress(number + 1, tally, files[number][0])
@@ -371,8 +374,7 @@ class Command(BaseCommand):
         growing says it once, not at every change, until something else happens to it.
         *opened*: the file as read ahead, if it was."""
         outcomes = _outcomes(path, run, opened)
-        shown = run.sources.get(path, path)  # type: ignore[arg-type]  # see _Options
-        return self._report(shown, named, prefix, tally, outcomes, said)
+        return self._report(run.recording(path), named, prefix, tally, outcomes, said)
 
     def _report(
         self,
@@ -527,7 +529,7 @@ def _outcomes(path: Path, run: _Options, opened: Opened | None = None) -> list[t
     """Ingest one recording (*opened*: as read ahead, if it was): ingest_recordings'
     outcomes, a run's error or the file's as an exception, never raised."""
     read_from = path
-    path = run.sources.get(path, path)  # type: ignore[assignment]  # see _Options
+    path = run.recording(path)
     try:
         if opened is None and run.copies is not None:
             opened = _open(read_from, path)  # what is ingested is what is kept
