@@ -22,7 +22,8 @@ item and blob text, which ingest runs after each session's transaction, is timed
 printed in MB/s beside it (and in MB per CPU-second, server included); the time given
 as "all" includes it. A phase split says where
 the ingest time went: reading and parsing the recordings (in this process: the command
-reads the next files ahead in a worker meanwhile, see blobviewer.read_ahead), promotion
+reads the next files ahead in a worker meanwhile, see blobviewer.read_ahead, which also
+promotes the outputs of the next files while it is ahead of the command), promotion
 (summaries included), writing blob files (with whatever core writes beside them), and the
 database.
 
@@ -539,7 +540,10 @@ def print_phases(result: dict[str, Any], ingest: float) -> None:
     )
     print(f"{'':>8} the ingest's time: {split}")
     if "read" not in phases:
-        print(f"{'':>8} (recordings were read ahead by a worker process, its CPU in CPU)")
+        print(
+            f"{'':>8} (recordings were read ahead by a worker process, which also promoted "
+            "outputs while it was ahead: its CPU in CPU, its phases not timed)"
+        )
 
 
 def report(name: str, results: list[dict[str, Any]]) -> int:

@@ -32,7 +32,7 @@ import hashlib
 import json
 import re
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from functools import partial
@@ -222,6 +222,22 @@ def ingest_recordings(
     blobviewer.read_ahead)."""
     if opened is None:
         opened = open_recording(path)
+    try:
+        return _ingest_runs(path, opened, store=store, force=force, owner=owner, rebuild=rebuild)
+    finally:
+        if opened.promoted is not None:
+            opened.promoted.discard_unused(store)
+
+
+def _ingest_runs(
+    path: Path,
+    opened: Opened,
+    *,
+    store: FsBlobStore,
+    force: bool,
+    owner: AbstractBaseUser | None,
+    rebuild: bool,
+) -> list[tuple[str, IngestResult | IngestError]]:
     if opened.runs is None:
         result = _ingest_opened(
             path, opened, store=store, force=force, owner=owner, rebuild=rebuild
@@ -243,6 +259,7 @@ def ingest_recordings(
                 force=force,
                 owner=owner,
                 rebuild=rebuild,
+                ahead=opened.promoted,
             )
         except IngestError as error:
             outcomes.append((label, error))
@@ -263,6 +280,18 @@ class Opened:
     log: SessionLog | None = None
     recording: Recording | None = None
     runs: list[tuple[int, Recording | RecordingError]] | None = None
+    # Outputs promoted while it was read ahead, ingest's to take (see PromotedAhead).
+    promoted: PromotedAhead | None = None
+
+    def sessions(self) -> Iterator[tuple[Mapping[str, Any], Sequence[Mapping[str, Any]]]]:
+        """The header and records of each session it holds (not a damaged run's)."""
+        if self.log is not None:
+            yield self.log.header, self.log.records
+        if self.recording is not None:
+            yield self.recording.header, self.recording.records
+        for _, run in self.runs or ():
+            if not isinstance(run, RecordingError):
+                yield run.header, run.records
 
     def travels(self) -> bool:
         """Whether it can be pickled to another process and back as it is (a damaged
@@ -312,6 +341,7 @@ def _ingest_opened(
             force=force,
             owner=owner,
             rebuild=rebuild,
+            ahead=opened.promoted,
         )
     log = opened.log
     assert log is not None  # open_recording parsed it
@@ -323,6 +353,7 @@ def _ingest_opened(
         force=force,
         owner=owner,
         rebuild=rebuild,
+        ahead=opened.promoted,
     )
     if log.torn_tail:
         result = IngestResult(**{**result.__dict__, "torn_tail": True})
@@ -341,6 +372,7 @@ def ingest_session(
     owner: AbstractBaseUser | None = None,
     rebuild: bool = False,
     version: int | None = None,
+    ahead: PromotedAhead | None = None,
 ) -> IngestResult:
     """Upsert a session and add the records it does not have yet, atomically.
 
@@ -366,6 +398,9 @@ def ingest_session(
     database is not held locked meanwhile; if anything fails, the blobs this call stored
     are discarded again, so a failed ingest leaves nothing behind.
 
+    *ahead*: outputs already promoted under *policy* (see PromotedAhead); a new item whose
+    output is among them takes that promotion instead of storing the output again.
+
     A session deleted by `manage.py prune` raises SessionPruned and nothing is written;
     with *force* its tombstone goes (with the transaction) and it is ingested again.
 
@@ -389,6 +424,7 @@ def ingest_session(
                 rebuild=rebuild,
                 version=version,
                 last_try=attempt == tries,
+                ahead=ahead if ahead is not None and ahead.policy == policy else None,
             )
         except _Conflict:
             continue
@@ -431,6 +467,7 @@ def _ingest_once(
     rebuild: bool,
     version: int | None,
     last_try: bool,
+    ahead: PromotedAhead | None,
 ) -> IngestResult:
     session_id = _session_id(header, source_path)
     pruned, recorded = _known(session_id)
@@ -460,7 +497,7 @@ def _ingest_once(
             written=written,
             stored=stored,
         )
-        new_records = [promoted(record) for record in plan.new]
+        new_records = [promoted(record, ahead=ahead) for record in plan.new]
         rederived_records = [
             promoted(record, reuse=plan.old_blobs.get(record["seq"]), reused=reused)
             for record in plan.rederived
@@ -631,6 +668,7 @@ def _promoted(
     stored: dict[uuid.UUID, Blob],
     reuse: uuid.UUID | None = None,
     reused: list[uuid.UUID] | None = None,
+    ahead: PromotedAhead | None = None,
 ) -> Mapping[str, Any]:
     """*record*, its tool output promoted when the recording kept a big one whole.
     A blob written is added to *written*, and its row (made from the content in hand,
@@ -640,37 +678,131 @@ def _promoted(
     inspect result (never promoted), and passes as it is. When the blob *reuse* (the one
     the item had before a rebuild) holds exactly what promotion would store, the output is
     summarised under that id and nothing is stored: share links to it keep working.
+    An output promoted *ahead* already is taken from there (its blob counts as written).
     """
+    output = _promotable(record)
+    if output is None:
+        return record
+    done = ahead.take(output) if ahead is not None and reuse is None else None
+    if done is None:
+        promoted = promote(output, policy)
+        if not isinstance(promoted, Stored):
+            return record
+        if reuse is not None and _holds(store, reuse, promoted.content):
+            if reused is not None:
+                reused.append(reuse)
+            summary = summarize(reuse, promoted.content, policy)
+            return {**record, "output": summary, "received_bytes": utf8_size(output)}
+        try:
+            done = _store_promoted(promoted, output, store, policy)
+        except BlobStoreError as error:
+            # The store's own message may name its folder: that is for the operator only.
+            seq = record.get("seq")
+            raise IngestError(
+                source_path,
+                None,
+                f"seq {seq}: the blob store cannot store its output",
+                detail=str(error),
+            ) from None
+    if done.blob_id is not None:
+        written.append(done.blob_id)
+        if done.row is not None:
+            stored[done.blob_id] = done.row
+    return {**record, "output": done.text, "received_bytes": done.received_bytes}
+
+
+def _promotable(record: Mapping[str, Any]) -> str | None:
+    """The output of a tool result that promotion may store (not a summary already)."""
     output = record.get("output")
     if record.get("type") != "tool_result" or not isinstance(output, str):
-        return record
-    if BLOB_REF.match(output):
-        return record
-    promoted = promote(output, policy)
-    if not isinstance(promoted, Stored):
-        return record
-    if reuse is not None and _holds(store, reuse, promoted.content):
-        if reused is not None:
-            reused.append(reuse)
-        summary = summarize(reuse, promoted.content, policy)
-        return {**record, "output": summary, "received_bytes": utf8_size(output)}
-    try:
-        admitted = admit_sync(promoted, store, policy)
-    except BlobStoreError as error:
-        # The store's own message may name its folder: that is for the operator only.
-        seq = record.get("seq")
-        raise IngestError(
-            source_path,
-            None,
-            f"seq {seq}: the blob store cannot store its output",
-            detail=str(error),
-        ) from None
+        return None
+    return None if BLOB_REF.match(output) else output
+
+
+@dataclass(frozen=True, slots=True)
+class Promotion:
+    """A tool output stored as a blob: the summary its item holds instead, the blob, its
+    row when made from the content in hand (see stored_blob_facts), the output's size."""
+
+    text: str
+    blob_id: uuid.UUID | None
+    row: Blob | None
+    received_bytes: int
+
+
+def _store_promoted(promoted: Stored, output: str, store: FsBlobStore, policy: Policy) -> Promotion:
+    """Store *promoted* (*output* as promote made it); raises BlobStoreError."""
+    admitted = admit_sync(promoted, store, policy)
+    row = None
     if admitted.blob_id is not None:
-        written.append(admitted.blob_id)
         row = stored_blob_facts(admitted.blob_id, promoted.content, store=store)
-        if row is not None:
-            stored[admitted.blob_id] = row
-    return {**record, "output": admitted.text, "received_bytes": utf8_size(output)}
+    return Promotion(admitted.text, admitted.blob_id, row, utf8_size(output))
+
+
+class PromotedAhead:
+    """Tool outputs promoted before their file was planned, by output: the read-ahead
+    worker (blobviewer.read_ahead) promotes the outputs of sessions the database did not
+    have yet while the command writes the files before, and ingest takes each new item's
+    promotion from here instead of storing its output again. A promotion no item took (a
+    session that another file or process recorded meanwhile) is discarded with its blob
+    by discard_unused, which ingest_recordings calls when it is done with the file."""
+
+    def __init__(self, policy: Policy = DEFAULT_POLICY) -> None:
+        self.policy = policy
+        self._by_output: dict[str, list[Promotion]] = {}
+
+    def __len__(self) -> int:
+        return sum(map(len, self._by_output.values()))
+
+    def add(self, output: str, promotion: Promotion) -> None:
+        self._by_output.setdefault(output, []).append(promotion)
+
+    def take(self, output: str) -> Promotion | None:
+        """The first promotion of *output* not taken yet (two equal outputs have a blob
+        each, in record order), or None."""
+        promotions = self._by_output.get(output)
+        return promotions.pop(0) if promotions else None
+
+    def discard_unused(self, store: FsBlobStore) -> None:
+        """Delete the blobs of the promotions no item took."""
+        for promotions in self._by_output.values():
+            for promotion in promotions:
+                if promotion.blob_id is not None:
+                    store.discard_sync(promotion.blob_id)
+        self._by_output.clear()
+
+    @classmethod
+    def of(
+        cls,
+        opened: Opened,
+        *,
+        store: FsBlobStore,
+        known: Container[uuid.UUID],
+        policy: Policy = DEFAULT_POLICY,
+    ) -> PromotedAhead | None:
+        """The outputs of *opened*'s sessions not in *known* (the sessions the database
+        has, and pruned ones), promoted and stored as ingest would; None when there are
+        none, or when storing failed (what it stored is discarded: ingest stores the
+        outputs itself, and reports the failure)."""
+        ahead = cls(policy)
+        try:
+            for header, records in opened.sessions():
+                try:
+                    if uuid.UUID(str(header.get("id", ""))) in known:
+                        continue
+                except ValueError:
+                    continue  # ingest reports it
+                for record in records:
+                    output = _promotable(record)
+                    if output is None:
+                        continue
+                    promoted = promote(output, policy)
+                    if isinstance(promoted, Stored):
+                        ahead.add(output, _store_promoted(promoted, output, store, policy))
+        except Exception:  # noqa: BLE001 - ingest promotes these itself and reports why not
+            ahead.discard_unused(store)
+            return None
+        return ahead if len(ahead) else None
 
 
 def _holds(store: FsBlobStore, blob_id: uuid.UUID, content: Content) -> bool:

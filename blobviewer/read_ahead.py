@@ -8,6 +8,12 @@ pickled (a small cost beside parsing it); a file the worker could not read, or w
 reading it could not send back, is read again in the command's own process, which then
 raises its error exactly where and as it would have without a worker.
 
+Given a blob store of files, the worker also promotes the tool outputs of the sessions the
+database did not have when the command started (see ingest.PromotedAhead): storing the
+blobs and summarising them is about a third of what the command would do for a new
+session. A promotion ingest does not take (another file of the same session, recorded
+first) is discarded, and so is what was read ahead of files never taken.
+
 Only the first pass of a plain ingest reads ahead (not `--watch`, whose changes come one
 at a time); a machine with one core, or a single file, reads in the process itself.
 """
@@ -18,13 +24,17 @@ import gc
 import multiprocessing
 import os
 import signal
+import uuid
 from collections.abc import Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
 
-from blobviewer.ingest import Opened, open_recording
+from blobviewer.ingest import Opened, PromotedAhead, open_recording
+from blobviewer.models import PrunedSession, Session
+from core.store import BlobStore, FsBlobStore
 
 # How far the worker reads ahead of the file being written: every file read is held in
 # memory until it is written, so at most this many files and (beyond the next one) this
@@ -34,15 +44,20 @@ from blobviewer.ingest import Opened, open_recording
 # recordings, whose sizes vary a hundredfold).
 AHEAD_FILES = 16
 AHEAD_BYTES = 32 * 1024 * 1024
+# Files read and waiting for the command that make the worker promote the next one too.
+PROMOTE_WHEN_READY = 2
 _FORK = "fork"  # the worker starts with what this process has loaded (not on Windows)
 
 
 class RecordingReader:
     """Reads *paths* ahead, in order; `take(path)` gives what was read of each (or None:
-    the caller reads it itself). Use as a context manager, which stops the worker."""
+    the caller reads it itself), with the outputs of new sessions promoted into *store*
+    when it is a store of files (a client of an object store must not cross a fork). Use
+    as a context manager, which stops the worker."""
 
-    def __init__(self, paths: Sequence[Path]) -> None:
+    def __init__(self, paths: Sequence[Path], *, store: BlobStore | None = None) -> None:
         self._paths = list(paths)
+        self._store = store if isinstance(store, FsBlobStore) else None
         self._next = 0
         # The files read ahead and not taken yet, by index: the read, and the file's size.
         self._pending: dict[int, tuple[Future[Opened | None], int]] = {}
@@ -57,12 +72,14 @@ class RecordingReader:
             # must never close one of them (closing sends the server the end of *our*
             # session): everything that exists at the fork is kept out of its garbage
             # collector, and the worker collects nothing.
+            known = _known_sessions() if self._store is not None else frozenset()
             gc.freeze()
             try:
                 self._pool = ProcessPoolExecutor(
                     max_workers=1,
                     mp_context=multiprocessing.get_context(_FORK),
                     initializer=_start_worker,
+                    initargs=(self._store, known),
                 )
                 self._submit()  # forks the worker now (a fork pool starts at once)
             except OSError:  # no processes or semaphores to be had here: read in-process
@@ -76,10 +93,13 @@ class RecordingReader:
         index = self._taken
         self._taken += 1
         pending = self._pending.pop(index, None)
-        if self._pool is None or pending is None or self._paths[index] != path:
+        if self._pool is None or pending is None:
+            return None
+        future, _ = pending
+        if self._paths[index] != path:
+            self._discard(future)
             return None
         self._submit()
-        future, _ = pending
         try:
             return future.result()
         except BrokenProcessPool:  # the worker died (killed, out of memory): read here
@@ -95,12 +115,24 @@ class RecordingReader:
         while self._pool is not None and self._next < len(self._paths) and self._room():
             path = self._paths[self._next]
             try:
-                future = self._pool.submit(read, path)
+                future = self._pool.submit(read, path, self._store is not None and self._ahead())
             except (BrokenProcessPool, RuntimeError):
                 self.close()
                 return
             self._pending[self._next] = (future, _size(path))
             self._next += 1
+
+    def _ahead(self) -> bool:
+        """Whether the worker is ahead of the command: files are read and waiting for
+        it. Only then does the worker promote the outputs of the next file too, so that
+        each process takes on what the other has no time for (promoting is about as
+        costly as reading)."""
+        return self.ready >= PROMOTE_WHEN_READY
+
+    @property
+    def ready(self) -> int:
+        """How many files are read ahead, waiting to be taken."""
+        return sum(future.done() for future, _ in self._pending.values())
 
     def _room(self) -> bool:
         """Whether another file may be read ahead (see AHEAD_FILES)."""
@@ -112,7 +144,21 @@ class RecordingReader:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
+        for future, _ in self._pending.values():
+            self._discard(future)
         self._pending.clear()
+
+    def _discard(self, future: Future[Opened | None]) -> None:
+        """Delete what the worker promoted of a file read ahead but not taken (called
+        once the worker is done with it)."""
+        if self._store is None or future.cancelled():
+            return
+        try:
+            opened = future.result()
+        except Exception:  # noqa: BLE001 - a read that failed promoted nothing
+            return
+        if opened is not None and opened.promoted is not None:
+            opened.promoted.discard_unused(self._store)
 
     def __enter__(self) -> RecordingReader:
         return self
@@ -126,13 +172,31 @@ class RecordingReader:
         self.close()
 
 
-def read(path: Path) -> Opened | None:
-    """In the worker: *path* read and parsed, or None if that failed in any way."""
+def read(path: Path, promote: bool = False) -> Opened | None:
+    """In the worker: *path* read and parsed, or None if that failed in any way; with
+    *promote*, the outputs of its new sessions promoted too."""
     try:
         opened = open_recording(path)
     except Exception:  # noqa: BLE001 - the command reads it again and reports the error
         return None
-    return opened if opened.travels() else None
+    if not opened.travels():
+        return None
+    if _store is None or not promote:
+        return opened
+    return replace(opened, promoted=PromotedAhead.of(opened, store=_store, known=_known))
+
+
+# In the worker: the store it promotes into (None: it does not), and the sessions that
+# were in the database (or pruned) when it started, whose outputs it leaves to ingest.
+_store: FsBlobStore | None = None
+_known: frozenset[uuid.UUID] = frozenset()
+
+
+def _known_sessions() -> frozenset[uuid.UUID]:
+    """The ids of the sessions the database has, and of pruned ones."""
+    return frozenset(Session.objects.values_list("id", flat=True)) | frozenset(
+        PrunedSession.objects.values_list("id", flat=True)
+    )
 
 
 def _size(path: Path) -> int:
@@ -144,7 +208,9 @@ def _size(path: Path) -> int:
         return 0
 
 
-def _start_worker() -> None:
+def _start_worker(store: FsBlobStore | None, known: frozenset[uuid.UUID]) -> None:
+    global _store, _known
+    _store, _known = store, known
     gc.disable()  # see RecordingReader: the objects it shares with its parent stay alive
     # Ctrl-C reaches the whole process group: the command decides when to stop (after the
     # file it is writing), so the worker ignores it; SIGTERM ends it as it would any other.

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import re
 import shutil
+import time
+import uuid
 from io import StringIO
 from pathlib import Path
 from typing import Any
@@ -14,14 +16,17 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection
 
-from blobviewer import read_ahead
-from blobviewer.ingest import ingest_recordings
+from blobviewer import ingest, read_ahead
+from blobviewer.blob_index import read_blob_facts
+from blobviewer.ingest import PromotedAhead, ingest_recordings
 from blobviewer.models import Blob, BlobRef, Item, Session
 from blobviewer.read_ahead import RecordingReader
+from core.store import FsBlobStore
 from importers.recordings import FIXTURES, require_fixtures
 
 pytestmark = pytest.mark.django_db
 
+CLAUDE_SESSIONS = ("a7da6a22-facc-4fcd-8bab-f83c87862004", "8463c716-a2ea-4c14-9efa-87158ebd9f20")
 BLOB_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
@@ -163,3 +168,164 @@ def test_it_reads_ahead_sixteen_small_files_but_few_big_ones(
         file.truncate(read_ahead.AHEAD_BYTES + 1)
     with RecordingReader(huge) as reader:
         assert reader.ahead == 1  # a file bigger than the budget is still read ahead
+
+
+# --- promotion ahead ------------------------------------------------------------------------
+
+
+@pytest.fixture
+def promoted_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A file in which the read-ahead worker (a fork of this process, so it runs this
+    wrapper too) writes how many outputs it promoted ahead of each file it read."""
+    log = tmp_path / "promoted-ahead.log"
+    log.touch()
+    of = PromotedAhead.of.__func__  # type: ignore[attr-defined]
+
+    def logged(cls: type[PromotedAhead], opened: Any, **kwargs: Any) -> PromotedAhead | None:
+        ahead = of(cls, opened, **kwargs)
+        with log.open("a") as file:
+            file.write(f"{len(ahead) if ahead is not None else 0}\n")
+        return ahead
+
+    monkeypatch.setattr(PromotedAhead, "of", classmethod(logged))
+    monkeypatch.setattr(read_ahead, "cores", lambda: 2)
+    # Every file promoted ahead, however far ahead the worker is (see RecordingReader).
+    monkeypatch.setattr(read_ahead, "PROMOTE_WHEN_READY", 0)
+    return log
+
+
+def promoted_ahead(log: Path) -> list[int]:
+    return [int(line) for line in log.read_text().split()]
+
+
+def blob_files(store: FsBlobStore) -> set[str]:
+    """Every file in the store's folder (blobs, and temporary files left behind)."""
+    return {path.name for path in store.root.iterdir() if path.is_file()}
+
+
+def assert_every_blob_file_is_recorded(store: FsBlobStore) -> None:
+    files = blob_files(store)
+    assert {name.rsplit(".", 1)[0] for name in files} == {
+        str(blob_id) for blob_id in Blob.objects.values_list("id", flat=True)
+    }, "blob files without a row (promoted ahead and never discarded), or rows without one"
+
+
+def test_outputs_promoted_ahead_are_the_blobs_ingest_records(
+    recordings: Path, store: FsBlobStore, promoted_log: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    taken = []
+    take = PromotedAhead.take
+
+    def counted(self: PromotedAhead, output: str) -> Any:
+        promotion = take(self, output)
+        taken.append(promotion is not None)
+        return promotion
+
+    monkeypatch.setattr(PromotedAhead, "take", counted)
+    call_command("ingest", str(recordings), stdout=StringIO(), stderr=StringIO())
+    ahead = recorded()
+    blobs = {
+        row.id: (row.kind, row.size, row.count, row.preview)
+        for row in Blob.objects.exclude(made_by=None)
+    }
+
+    # Promoted by the worker: every stored output, and every blob the items took.
+    assert sum(promoted_ahead(promoted_log)) == len(blobs) == taken.count(True) > 50
+    assert_every_blob_file_is_recorded(store)
+    for blob_id, facts in list(blobs.items())[:20]:  # the rows the worker made are the files'
+        assert read_blob_facts(blob_id, store=store).preview == facts[3]
+        assert store.load_sync(blob_id) is not None
+
+    # The same records and blobs as when the command promotes every output itself.
+    Session.objects.all().delete()
+    Blob.objects.all().delete()
+    for path in sorted(recordings.iterdir()):
+        ingest_recordings(path, store=store)
+    assert recorded() == ahead
+
+
+def test_a_second_ingest_promotes_nothing_ahead(
+    recordings: Path, store: FsBlobStore, promoted_log: Path
+) -> None:
+    call_command("ingest", str(recordings), stdout=StringIO(), stderr=StringIO())
+    first = promoted_ahead(promoted_log)
+    files = blob_files(store)
+    promoted_log.write_text("")
+
+    call_command("ingest", str(recordings), stdout=StringIO(), stderr=StringIO())
+
+    assert sum(first) > 50
+    # Every session was in the database: the worker stored nothing, only read.
+    assert promoted_ahead(promoted_log) == [0] * len(first)
+    assert blob_files(store) == files
+
+
+def test_promotions_no_item_takes_are_discarded(
+    recordings: Path, store: FsBlobStore, promoted_log: Path
+) -> None:
+    # Two copies of one session: both new when the command starts, so the worker promotes
+    # the outputs of both, but the second copy adds nothing to what the first recorded.
+    claude = next(recordings.glob(f"*{CLAUDE_SESSIONS[0]}.jsonl"))
+    shutil.copyfile(claude, recordings / f"zz-{claude.name}")
+    out = StringIO()
+    call_command("ingest", str(recordings), stdout=out, stderr=StringIO())
+
+    counts = promoted_ahead(promoted_log)
+    assert counts[-1] == counts[[p.name for p in sorted(recordings.iterdir())].index(claude.name)]
+    assert counts[-1] > 10
+    assert ": +0 items (299 in all)" in out.getvalue().splitlines()[-2]
+    assert_every_blob_file_is_recorded(store)
+
+
+def test_what_was_promoted_ahead_of_files_never_taken_is_discarded(
+    recordings: Path, store: FsBlobStore, promoted_log: Path
+) -> None:
+    paths = sorted(recordings.iterdir())
+    with RecordingReader(paths, store=store) as reader:
+        ingest_recordings(paths[0], store=store, opened=reader.take(paths[0]))
+        while reader.ahead < min(len(paths) - 1, read_ahead.AHEAD_FILES):
+            pass  # asked for as the first was taken
+        # Stopped here (Ctrl-C after the file under way): the rest is never ingested.
+    assert sum(promoted_ahead(promoted_log)[1:]) > 10  # those files had outputs promoted
+    assert_every_blob_file_is_recorded(store)
+
+
+def test_a_failed_ingest_discards_the_blobs_promoted_ahead(
+    recordings: Path, store: FsBlobStore, promoted_log: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refused(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("the disk is full")
+
+    monkeypatch.setattr(ingest, "_insert_items", refused)
+    paths = [next(recordings.glob(f"*{session}.jsonl")) for session in CLAUDE_SESSIONS]
+    with RecordingReader(paths, store=store) as reader:
+        for path in paths:
+            with pytest.raises(RuntimeError, match="the disk is full"):
+                ingest_recordings(path, store=store, opened=reader.take(path))
+
+    assert sum(promoted_ahead(promoted_log)) > 10
+    assert blob_files(store) == set()
+
+
+def test_the_worker_promotes_only_while_it_is_ahead(
+    tmp_path: Path, store: FsBlobStore, promoted_log: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(read_ahead, "PROMOTE_WHEN_READY", 2)
+    monkeypatch.setattr(read_ahead, "AHEAD_FILES", 3)
+    require_fixtures()
+    claude = (FIXTURES / f"{CLAUDE_SESSIONS[0]}.jsonl").read_text()
+    paths = [tmp_path / f"{number}.jsonl" for number in range(4)]
+    for path in paths:  # sessions of their own, each with outputs to promote
+        path.write_text(claude.replace(CLAUDE_SESSIONS[0], str(uuid.uuid4())))
+
+    with RecordingReader(paths, store=store) as reader:
+        while reader.ready < 3:  # the first three, asked for before any was read
+            time.sleep(0.01)
+        taken = [reader.take(path) for path in paths]  # the fourth is asked for with two ready
+
+    promoted = [opened is not None and opened.promoted is not None for opened in taken]
+    assert promoted == [False, False, False, True]
+    assert len(promoted_ahead(promoted_log)) == 1
+    for path, opened in zip(paths, taken, strict=True):
+        ingest_recordings(path, store=store, opened=opened)
+    assert_every_blob_file_is_recorded(store)

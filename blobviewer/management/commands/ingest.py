@@ -305,7 +305,8 @@ class Command(BaseCommand):
         """The files one after the other, in this process; the next ones are read in a
         worker meanwhile (not when watching: the first pass may share the process with
         the watcher's thread, and changes come few)."""
-        with RecordingReader([path for path, _ in files] if seen is None else []) as reader:
+        paths = [path for path, _ in files] if seen is None else []
+        with RecordingReader(paths, store=run.store) as reader:
             for number, (path, named) in enumerate(files, start=1):
                 if stop.is_set():
                     break
