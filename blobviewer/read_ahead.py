@@ -31,6 +31,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from blobviewer.ingest import Opened, PromotedAhead, open_recording
 from blobviewer.models import PrunedSession, Session
@@ -44,8 +45,9 @@ from core.store import BlobStore, FsBlobStore
 # recordings, whose sizes vary a hundredfold).
 AHEAD_FILES = 16
 AHEAD_BYTES = 32 * 1024 * 1024
-# Files read and waiting for the command that make the worker promote the next one too.
-PROMOTE_WHEN_READY = 2
+# How many files ahead of the one the command is writing the worker must be to promote
+# the outputs of the file it starts on as well (2: the file between them is read).
+PROMOTE_LEAD = 2
 _FORK = "fork"  # the worker starts with what this process has loaded (not on Windows)
 
 
@@ -62,6 +64,9 @@ class RecordingReader:
         # The files read ahead and not taken yet, by index: the read, and the file's size.
         self._pending: dict[int, tuple[Future[Opened | None], int]] = {}
         self._taken = 0
+        # The index of the file the command is writing (or waiting for), where the
+        # worker sees it: memory shared across the fork.
+        self._writing = multiprocessing.get_context(_FORK).RawValue("q", 0)
         self._pool: ProcessPoolExecutor | None = None
         if (
             len(self._paths) > 1
@@ -79,7 +84,7 @@ class RecordingReader:
                     max_workers=1,
                     mp_context=multiprocessing.get_context(_FORK),
                     initializer=_start_worker,
-                    initargs=(self._store, known),
+                    initargs=(self._store, known, self._writing),
                 )
                 self._submit()  # forks the worker now (a fork pool starts at once)
             except OSError:  # no processes or semaphores to be had here: read in-process
@@ -92,6 +97,7 @@ class RecordingReader:
         could not (read it with ingest's own reading, which raises its errors)."""
         index = self._taken
         self._taken += 1
+        self._writing.value = index
         pending = self._pending.pop(index, None)
         if self._pool is None or pending is None:
             return None
@@ -115,19 +121,12 @@ class RecordingReader:
         while self._pool is not None and self._next < len(self._paths) and self._room():
             path = self._paths[self._next]
             try:
-                future = self._pool.submit(read, path, self._store is not None and self._ahead())
+                future = self._pool.submit(read, path, self._next)
             except (BrokenProcessPool, RuntimeError):
                 self.close()
                 return
             self._pending[self._next] = (future, _size(path))
             self._next += 1
-
-    def _ahead(self) -> bool:
-        """Whether the worker is ahead of the command: files are read and waiting for
-        it. Only then does the worker promote the outputs of the next file too, so that
-        each process takes on what the other has no time for (promoting is about as
-        costly as reading)."""
-        return self.ready >= PROMOTE_WHEN_READY
 
     @property
     def ready(self) -> int:
@@ -172,16 +171,19 @@ class RecordingReader:
         self.close()
 
 
-def read(path: Path, promote: bool = False) -> Opened | None:
-    """In the worker: *path* read and parsed, or None if that failed in any way; with
-    *promote*, the outputs of its new sessions promoted too."""
+def read(path: Path, index: int = 0) -> Opened | None:
+    """In the worker: *path*, the file at *index* of the reader's paths, read and parsed,
+    or None if that failed in any way. The outputs of its new sessions are promoted too
+    when the worker is PROMOTE_LEAD files ahead of the command: so each process takes on
+    what the other has no time for (promoting costs about as much as reading), and the
+    command never waits for a worker busy with what it could have done itself."""
     try:
         opened = open_recording(path)
     except Exception:  # noqa: BLE001 - the command reads it again and reports the error
         return None
     if not opened.travels():
         return None
-    if _store is None or not promote:
+    if _store is None or index - _writing.value < PROMOTE_LEAD:
         return opened
     return replace(opened, promoted=PromotedAhead.of(opened, store=_store, known=_known))
 
@@ -190,6 +192,7 @@ def read(path: Path, promote: bool = False) -> Opened | None:
 # were in the database (or pruned) when it started, whose outputs it leaves to ingest.
 _store: FsBlobStore | None = None
 _known: frozenset[uuid.UUID] = frozenset()
+_writing: Any = None  # the index of the file the command is on (a shared ctypes integer)
 
 
 def _known_sessions() -> frozenset[uuid.UUID]:
@@ -208,9 +211,9 @@ def _size(path: Path) -> int:
         return 0
 
 
-def _start_worker(store: FsBlobStore | None, known: frozenset[uuid.UUID]) -> None:
-    global _store, _known
-    _store, _known = store, known
+def _start_worker(store: FsBlobStore | None, known: frozenset[uuid.UUID], writing: Any) -> None:
+    global _store, _known, _writing
+    _store, _known, _writing = store, known, writing
     gc.disable()  # see RecordingReader: the objects it shares with its parent stay alive
     # Ctrl-C reaches the whole process group: the command decides when to stop (after the
     # file it is writing), so the worker ignores it; SIGTERM ends it as it would any other.

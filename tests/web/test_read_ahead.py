@@ -190,7 +190,7 @@ def promoted_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setattr(PromotedAhead, "of", classmethod(logged))
     monkeypatch.setattr(read_ahead, "cores", lambda: 2)
     # Every file promoted ahead, however far ahead the worker is (see RecordingReader).
-    monkeypatch.setattr(read_ahead, "PROMOTE_WHEN_READY", 0)
+    monkeypatch.setattr(read_ahead, "PROMOTE_LEAD", 0)
     return log
 
 
@@ -310,8 +310,7 @@ def test_a_failed_ingest_discards_the_blobs_promoted_ahead(
 def test_the_worker_promotes_only_while_it_is_ahead(
     tmp_path: Path, store: FsBlobStore, promoted_log: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(read_ahead, "PROMOTE_WHEN_READY", 2)
-    monkeypatch.setattr(read_ahead, "AHEAD_FILES", 3)
+    monkeypatch.setattr(read_ahead, "PROMOTE_LEAD", 2)
     require_fixtures()
     claude = (FIXTURES / f"{CLAUDE_SESSIONS[0]}.jsonl").read_text()
     paths = [tmp_path / f"{number}.jsonl" for number in range(4)]
@@ -319,13 +318,15 @@ def test_the_worker_promotes_only_while_it_is_ahead(
         path.write_text(claude.replace(CLAUDE_SESSIONS[0], str(uuid.uuid4())))
 
     with RecordingReader(paths, store=store) as reader:
-        while reader.ready < 3:  # the first three, asked for before any was read
+        while reader.ready < 4:  # all read before the command takes any
             time.sleep(0.01)
-        taken = [reader.take(path) for path in paths]  # the fourth is asked for with two ready
+        taken = [reader.take(path) for path in paths]
 
+    # The command was on the first file: the worker promoted the outputs of the files
+    # two and more ahead of it, and left those of the first two to the command.
     promoted = [opened is not None and opened.promoted is not None for opened in taken]
-    assert promoted == [False, False, False, True]
-    assert len(promoted_ahead(promoted_log)) == 1
+    assert promoted == [False, False, True, True]
+    assert len(promoted_ahead(promoted_log)) == 2
     for path, opened in zip(paths, taken, strict=True):
         ingest_recordings(path, store=store, opened=opened)
     assert_every_blob_file_is_recorded(store)
