@@ -28,6 +28,7 @@ item keeps its summary. Only new items are promoted, so re-ingesting stores noth
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
@@ -764,11 +765,13 @@ class PromotedAhead:
         return promotions.pop(0) if promotions else None
 
     def discard_unused(self, store: FsBlobStore) -> None:
-        """Delete the blobs of the promotions no item took."""
+        """Delete the blobs of the promotions no item took (one that cannot be deleted
+        stays, as a blob nothing references: `manage.py blobs index` lists it)."""
         for promotions in self._by_output.values():
             for promotion in promotions:
                 if promotion.blob_id is not None:
-                    store.discard_sync(promotion.blob_id)
+                    with contextlib.suppress(BlobStoreError, OSError):
+                        store.discard_sync(promotion.blob_id)
         self._by_output.clear()
 
     @classmethod

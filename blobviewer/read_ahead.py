@@ -33,6 +33,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from django.db import DatabaseError
+
 from blobviewer.ingest import Opened, PromotedAhead, open_recording
 from blobviewer.models import PrunedSession, Session
 from core.store import BlobStore, FsBlobStore
@@ -65,8 +67,8 @@ class RecordingReader:
         self._pending: dict[int, tuple[Future[Opened | None], int]] = {}
         self._taken = 0
         # The index of the file the command is writing (or waiting for), where the
-        # worker sees it: memory shared across the fork.
-        self._writing = multiprocessing.get_context(_FORK).RawValue("q", 0)
+        # worker sees it: memory shared across the fork (None: no worker).
+        self._writing: Any = None
         self._pool: ProcessPoolExecutor | None = None
         if (
             len(self._paths) > 1
@@ -77,9 +79,10 @@ class RecordingReader:
             # must never close one of them (closing sends the server the end of *our*
             # session): everything that exists at the fork is kept out of its garbage
             # collector, and the worker collects nothing.
-            known = _known_sessions() if self._store is not None else frozenset()
+            known = self._known_sessions()
             gc.freeze()
             try:
+                self._writing = multiprocessing.get_context(_FORK).RawValue("q", 0)
                 self._pool = ProcessPoolExecutor(
                     max_workers=1,
                     mp_context=multiprocessing.get_context(_FORK),
@@ -97,7 +100,8 @@ class RecordingReader:
         could not (read it with ingest's own reading, which raises its errors)."""
         index = self._taken
         self._taken += 1
-        self._writing.value = index
+        if self._writing is not None:
+            self._writing.value = index
         pending = self._pending.pop(index, None)
         if self._pool is None or pending is None:
             return None
@@ -110,6 +114,8 @@ class RecordingReader:
             return future.result()
         except BrokenProcessPool:  # the worker died (killed, out of memory): read here
             self.close()
+            return None
+        except Exception:  # noqa: BLE001 - what it read could not come back: read here
             return None
 
     @property
@@ -132,6 +138,20 @@ class RecordingReader:
     def ready(self) -> int:
         """How many files are read ahead, waiting to be taken."""
         return sum(future.done() for future, _ in self._pending.values())
+
+    def _known_sessions(self) -> frozenset[uuid.UUID]:
+        """The ids of the sessions the database has, and of pruned ones, for the worker
+        to leave their outputs to ingest; when they cannot be had, the worker promotes
+        nothing."""
+        if self._store is None:
+            return frozenset()
+        try:
+            return frozenset(Session.objects.values_list("id", flat=True)) | frozenset(
+                PrunedSession.objects.values_list("id", flat=True)
+            )
+        except DatabaseError:
+            self._store = None
+            return frozenset()
 
     def _room(self) -> bool:
         """Whether another file may be read ahead (see AHEAD_FILES)."""
@@ -176,7 +196,7 @@ def read(path: Path, index: int = 0) -> Opened | None:
     or None if that failed in any way. The outputs of its new sessions are promoted too
     when the worker is PROMOTE_LEAD files ahead of the command: so each process takes on
     what the other has no time for (promoting costs about as much as reading), and the
-    command never waits for a worker busy with what it could have done itself."""
+    command seldom waits for a worker busy with what it could have done itself."""
     try:
         opened = open_recording(path)
     except Exception:  # noqa: BLE001 - the command reads it again and reports the error
@@ -193,13 +213,6 @@ def read(path: Path, index: int = 0) -> Opened | None:
 _store: FsBlobStore | None = None
 _known: frozenset[uuid.UUID] = frozenset()
 _writing: Any = None  # the index of the file the command is on (a shared ctypes integer)
-
-
-def _known_sessions() -> frozenset[uuid.UUID]:
-    """The ids of the sessions the database has, and of pruned ones."""
-    return frozenset(Session.objects.values_list("id", flat=True)) | frozenset(
-        PrunedSession.objects.values_list("id", flat=True)
-    )
 
 
 def _size(path: Path) -> int:

@@ -8,17 +8,18 @@ import re
 import shutil
 import time
 import uuid
+from collections.abc import Callable
 from io import StringIO
 from pathlib import Path
 from typing import Any
 
 import pytest
 from django.core.management import CommandError, call_command
-from django.db import connection
+from django.db import IntegrityError, connection
 
 from blobviewer import ingest, read_ahead
 from blobviewer.blob_index import read_blob_facts
-from blobviewer.ingest import PromotedAhead, ingest_recordings
+from blobviewer.ingest import IngestResult, PromotedAhead, ingest_recordings
 from blobviewer.models import Blob, BlobRef, Item, Session
 from blobviewer.read_ahead import RecordingReader
 from core.store import FsBlobStore
@@ -53,16 +54,37 @@ def recorded() -> dict[str, Any]:
     return {
         "sessions": plain(
             Session.objects.values_list(
-                "id", "title", "model", "meta", "item_count", "blob_count", "step_count"
+                "id",
+                "title",
+                "model",
+                "meta",
+                "item_count",
+                "blob_count",
+                "step_count",
+                "output_bytes_received",
+                "output_bytes_in_history",
             )
         ),
         "items": plain(
             Item.objects.values_list(
-                "session_id", "seq", "type", "at", "text", "tool_calls", "output", "digest"
+                "session_id",
+                "seq",
+                "type",
+                "at",
+                "text",
+                "tool_calls",
+                "output",
+                "digest",
+                "output_bytes",
+                "received_bytes",
             )
         ),
-        "blobs": plain(Blob.objects.values_list("kind", "size", "count", "made_by_title")),
-        "refs": BlobRef.objects.count(),
+        "blobs": plain(
+            Blob.objects.values_list(
+                "kind", "size", "count", "preview", "made_by__seq", "made_by_title"
+            )
+        ),
+        "refs": plain(BlobRef.objects.values_list("item__session_id", "item__seq", "blob__size")),
     }
 
 
@@ -183,8 +205,9 @@ def promoted_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
     def logged(cls: type[PromotedAhead], opened: Any, **kwargs: Any) -> PromotedAhead | None:
         ahead = of(cls, opened, **kwargs)
+        titles = ",".join(str(header.get("id")) for header, _ in opened.sessions())
         with log.open("a") as file:
-            file.write(f"{len(ahead) if ahead is not None else 0}\n")
+            file.write(f"{titles} {len(ahead) if ahead is not None else 0}\n")
         return ahead
 
     monkeypatch.setattr(PromotedAhead, "of", classmethod(logged))
@@ -194,8 +217,21 @@ def promoted_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return log
 
 
-def promoted_ahead(log: Path) -> list[int]:
-    return [int(line) for line in log.read_text().split()]
+def promoted_ahead(log: Path) -> list[tuple[str, int]]:
+    """(the ids of a file's sessions, how many of its outputs were promoted ahead), for
+    each file the worker read, in order."""
+    return [(ids, int(count)) for ids, count in map(str.split, log.read_text().splitlines())]
+
+
+def promoted_count(log: Path) -> int:
+    return sum(count for _, count in promoted_ahead(log))
+
+
+def wait_until(done: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + 60
+    while not done():
+        assert time.monotonic() < deadline, "the worker did not get there in a minute"
+        time.sleep(0.01)
 
 
 def blob_files(store: FsBlobStore) -> set[str]:
@@ -230,7 +266,7 @@ def test_outputs_promoted_ahead_are_the_blobs_ingest_records(
     }
 
     # Promoted by the worker: every stored output, and every blob the items took.
-    assert sum(promoted_ahead(promoted_log)) == len(blobs) == taken.count(True) > 50
+    assert promoted_count(promoted_log) == len(blobs) == taken.count(True) > 50
     assert_every_blob_file_is_recorded(store)
     for blob_id, facts in list(blobs.items())[:20]:  # the rows the worker made are the files'
         assert read_blob_facts(blob_id, store=store).preview == facts[3]
@@ -254,9 +290,9 @@ def test_a_second_ingest_promotes_nothing_ahead(
 
     call_command("ingest", str(recordings), stdout=StringIO(), stderr=StringIO())
 
-    assert sum(first) > 50
+    assert sum(count for _, count in first) > 50
     # Every session was in the database: the worker stored nothing, only read.
-    assert promoted_ahead(promoted_log) == [0] * len(first)
+    assert promoted_ahead(promoted_log) == [(ids, 0) for ids, _ in first]
     assert blob_files(store) == files
 
 
@@ -270,9 +306,9 @@ def test_promotions_no_item_takes_are_discarded(
     out = StringIO()
     call_command("ingest", str(recordings), stdout=out, stderr=StringIO())
 
-    counts = promoted_ahead(promoted_log)
-    assert counts[-1] == counts[[p.name for p in sorted(recordings.iterdir())].index(claude.name)]
-    assert counts[-1] > 10
+    # Promoted ahead twice: once for each copy.
+    counts = [count for ids, count in promoted_ahead(promoted_log) if CLAUDE_SESSIONS[0] in ids]
+    assert len(counts) == 2 and counts[0] == counts[1] > 10
     assert ": +0 items (299 in all)" in out.getvalue().splitlines()[-2]
     assert_every_blob_file_is_recorded(store)
 
@@ -283,10 +319,9 @@ def test_what_was_promoted_ahead_of_files_never_taken_is_discarded(
     paths = sorted(recordings.iterdir())
     with RecordingReader(paths, store=store) as reader:
         ingest_recordings(paths[0], store=store, opened=reader.take(paths[0]))
-        while reader.ahead < min(len(paths) - 1, read_ahead.AHEAD_FILES):
-            pass  # asked for as the first was taken
+        wait_until(lambda: reader.ready == reader.ahead)  # everything asked for is read
         # Stopped here (Ctrl-C after the file under way): the rest is never ingested.
-    assert sum(promoted_ahead(promoted_log)[1:]) > 10  # those files had outputs promoted
+    assert promoted_count(promoted_log) - Blob.objects.count() > 10  # those had outputs
     assert_every_blob_file_is_recorded(store)
 
 
@@ -303,7 +338,7 @@ def test_a_failed_ingest_discards_the_blobs_promoted_ahead(
             with pytest.raises(RuntimeError, match="the disk is full"):
                 ingest_recordings(path, store=store, opened=reader.take(path))
 
-    assert sum(promoted_ahead(promoted_log)) > 10
+    assert promoted_count(promoted_log) > 10
     assert blob_files(store) == set()
 
 
@@ -318,8 +353,7 @@ def test_the_worker_promotes_only_while_it_is_ahead(
         path.write_text(claude.replace(CLAUDE_SESSIONS[0], str(uuid.uuid4())))
 
     with RecordingReader(paths, store=store) as reader:
-        while reader.ready < 4:  # all read before the command takes any
-            time.sleep(0.01)
+        wait_until(lambda: reader.ready == 4)  # all read before the command takes any
         taken = [reader.take(path) for path in paths]
 
     # The command was on the first file: the worker promoted the outputs of the files
@@ -330,3 +364,32 @@ def test_the_worker_promotes_only_while_it_is_ahead(
     for path, opened in zip(paths, taken, strict=True):
         ingest_recordings(path, store=store, opened=opened)
     assert_every_blob_file_is_recorded(store)
+
+
+@pytest.mark.django_db(transaction=True)  # outside a transaction, a conflict is tried again
+def test_a_conflict_tried_again_stores_anew_what_it_took_from_ahead(
+    recordings: Path, store: FsBlobStore, promoted_log: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tries = []
+    insert_items = ingest._insert_items
+
+    def conflicting_once(*args: Any, **kwargs: Any) -> None:
+        tries.append(len(tries) + 1)
+        if len(tries) == 1:  # another ingest took this session's seqs meanwhile
+            raise IntegrityError("UNIQUE constraint failed: blobviewer_item.session_id")
+        insert_items(*args, **kwargs)
+
+    monkeypatch.setattr(ingest, "_insert_items", conflicting_once)
+    path = next(recordings.glob(f"*{CLAUDE_SESSIONS[0]}.jsonl"))
+    with RecordingReader([path, path], store=store) as reader:  # the second is not taken
+        opened = reader.take(path)
+        assert opened is not None and opened.promoted is not None
+        [(_, result)] = ingest_recordings(path, store=store, opened=opened)
+
+    assert tries == [1, 2]
+    assert isinstance(result, IngestResult) and result.new_items == 299
+    # The first try's blobs (taken from ahead) went with it; the second stored its own.
+    assert promoted_ahead(promoted_log)[0][1] == len(result.stored_blobs) > 10
+    assert_every_blob_file_is_recorded(store)
+    for blob_id in BlobRef.objects.values_list("blob_id", flat=True):
+        assert store.exists_sync(blob_id)
