@@ -224,52 +224,40 @@ def ingest_recordings(
     if opened is None:
         opened = open_recording(path)
     try:
-        return _ingest_runs(path, opened, store=store, force=force, owner=owner, rebuild=rebuild)
+        if opened.runs is None:
+            result = _ingest_opened(
+                path, opened, store=store, force=force, owner=owner, rebuild=rebuild
+            )
+            return [("", result)]
+        outcomes: list[tuple[str, IngestResult | IngestError]] = []
+        for number, run in opened.runs:
+            if isinstance(run, RecordingError):
+                outcomes.append((f"line {number}", IngestError(run.path, run.line, run.message)))
+                continue
+            label = f"line {number} ({run.header['meta'].get('instance_id', '')})"
+            try:
+                result = ingest_session(
+                    run.header,
+                    run.records,
+                    source_path=str(path),
+                    store=store,
+                    source_format=run.format,
+                    force=force,
+                    owner=owner,
+                    rebuild=rebuild,
+                    ahead=opened.promoted,
+                )
+            except IngestError as error:
+                outcomes.append((label, error))
+            except Exception as error:  # noqa: BLE001 - one bad run must not stop the others
+                message = f"could not be ingested: {type(error).__name__}: {error}"
+                outcomes.append((label, IngestError(str(path), number, message)))
+            else:
+                outcomes.append((label, result))
+        return outcomes
     finally:
         if opened.promoted is not None:
             opened.promoted.discard_unused(store)
-
-
-def _ingest_runs(
-    path: Path,
-    opened: Opened,
-    *,
-    store: FsBlobStore,
-    force: bool,
-    owner: AbstractBaseUser | None,
-    rebuild: bool,
-) -> list[tuple[str, IngestResult | IngestError]]:
-    if opened.runs is None:
-        result = _ingest_opened(
-            path, opened, store=store, force=force, owner=owner, rebuild=rebuild
-        )
-        return [("", result)]
-    outcomes: list[tuple[str, IngestResult | IngestError]] = []
-    for number, run in opened.runs:
-        if isinstance(run, RecordingError):
-            outcomes.append((f"line {number}", IngestError(run.path, run.line, run.message)))
-            continue
-        label = f"line {number} ({run.header['meta'].get('instance_id', '')})"
-        try:
-            result = ingest_session(
-                run.header,
-                run.records,
-                source_path=str(path),
-                store=store,
-                source_format=run.format,
-                force=force,
-                owner=owner,
-                rebuild=rebuild,
-                ahead=opened.promoted,
-            )
-        except IngestError as error:
-            outcomes.append((label, error))
-        except Exception as error:  # noqa: BLE001 - one bad run must not stop the others
-            message = f"could not be ingested: {type(error).__name__}: {error}"
-            outcomes.append((label, IngestError(str(path), number, message)))
-        else:
-            outcomes.append((label, result))
-    return outcomes
 
 
 @dataclass(frozen=True)
@@ -705,10 +693,9 @@ def _promoted(
                 f"seq {seq}: the blob store cannot store its output",
                 detail=str(error),
             ) from None
-    if done.blob_id is not None:
-        written.append(done.blob_id)
-        if done.row is not None:
-            stored[done.blob_id] = done.row
+    written.append(done.blob_id)
+    if done.row is not None:
+        stored[done.blob_id] = done.row
     return {**record, "output": done.text, "received_bytes": done.received_bytes}
 
 
@@ -726,7 +713,7 @@ class Promotion:
     row when made from the content in hand (see stored_blob_facts), the output's size."""
 
     text: str
-    blob_id: uuid.UUID | None
+    blob_id: uuid.UUID
     row: Blob | None
     received_bytes: int
 
@@ -734,9 +721,8 @@ class Promotion:
 def _store_promoted(promoted: Stored, output: str, store: FsBlobStore, policy: Policy) -> Promotion:
     """Store *promoted* (*output* as promote made it); raises BlobStoreError."""
     admitted = admit_sync(promoted, store, policy)
-    row = None
-    if admitted.blob_id is not None:
-        row = stored_blob_facts(admitted.blob_id, promoted.content, store=store)
+    assert admitted.blob_id is not None  # a Stored output is always stored
+    row = stored_blob_facts(admitted.blob_id, promoted.content, store=store)
     return Promotion(admitted.text, admitted.blob_id, row, utf8_size(output))
 
 
@@ -769,9 +755,8 @@ class PromotedAhead:
         stays, as a blob nothing references: `manage.py blobs index` lists it)."""
         for promotions in self._by_output.values():
             for promotion in promotions:
-                if promotion.blob_id is not None:
-                    with contextlib.suppress(BlobStoreError, OSError):
-                        store.discard_sync(promotion.blob_id)
+                with contextlib.suppress(BlobStoreError, OSError):
+                    store.discard_sync(promotion.blob_id)
         self._by_output.clear()
 
     @classmethod
@@ -791,9 +776,9 @@ class PromotedAhead:
         try:
             for header, records in opened.sessions():
                 try:
-                    if uuid.UUID(str(header.get("id", ""))) in known:
+                    if _session_id(header, "") in known:
                         continue
-                except ValueError:
+                except IngestError:
                     continue  # ingest reports it
                 for record in records:
                     output = _promotable(record)

@@ -191,7 +191,7 @@ class RecordingReader:
         self.close()
 
 
-def read(path: Path, index: int = 0) -> Opened | None:
+def read(path: Path, index: int) -> Opened | None:
     """In the worker: *path*, the file at *index* of the reader's paths, read and parsed,
     or None if that failed in any way. The outputs of its new sessions are promoted too
     when the worker is PROMOTE_LEAD files ahead of the command: so each process takes on
