@@ -4,12 +4,14 @@ width, the keyboard alone; and screenshots of each kind of blob (/tmp/shots/read
 
 from __future__ import annotations
 
+import contextlib
 import re
 import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
+from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import expect
 
 from blobviewer.blob_index import refresh_blob
@@ -394,6 +396,40 @@ def test_the_json_tree_opens_closes_and_links_keys(open_as, live_server, data_di
     page.goto(blob_url(live_server, blob_id))
     summary_of(page, "items").locator(".jt-k").click()
     summary_of(page, "1").locator(".jt-k").click()  # an index opens its slice
+    expect(page.locator("#blob-view-selector")).to_have_value("key:items | slice:1..2")
+    expect(position(page)).to_contain_text("entries 1..2 of 3")
+
+
+def test_the_last_click_wins_when_an_earlier_page_is_still_loading(open_as, live_server, data_dir):
+    """A reader who clicks a key and then, before its page arrives, an entry under it sees
+    the entry, even when the answer to the first click comes back first."""
+    blob_id = stored(Structured(TREE))
+    page = open_as()
+    page.goto(blob_url(live_server, blob_id))
+    held: dict[str, Any] = {}
+    page.route(
+        re.compile(r"\?selector=key%3Aitems"),
+        lambda route: held.setdefault(route.request.url, route),
+    )
+
+    def wait_for_requests(count: int) -> list[Any]:
+        for _ in range(250):
+            if len(held) >= count:
+                break
+            page.wait_for_timeout(20)
+        assert len(held) == count
+        return list(held.values())
+
+    summary_of(page, "items").locator(".jt-k").click()
+    wait_for_requests(1)
+    summary_of(page, "1").locator(".jt-k").click()  # still the first page's tree
+    first, second = wait_for_requests(2)
+    assert second.request.url.endswith("slice%3A1..2")
+    for route in (first, second):  # the first click's answer arrives first
+        # A request given up (the second click replaced it) cannot be continued.
+        with contextlib.suppress(PlaywrightError):
+            route.continue_()
+        page.wait_for_timeout(300)
     expect(page.locator("#blob-view-selector")).to_have_value("key:items | slice:1..2")
     expect(position(page)).to_contain_text("entries 1..2 of 3")
 
