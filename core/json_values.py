@@ -90,6 +90,18 @@ def dumps_for_storage(value: Any) -> bytes:
         return json.dumps(value, ensure_ascii=True, separators=(",", ":"), allow_nan=False).encode()
 
 
+def all_finite(value: Any) -> bool:
+    """No NaN or infinity anywhere in *value* (which orjson would write as null)."""
+    kind = type(value)
+    if kind is float:
+        return math.isfinite(value)
+    if kind is dict:
+        return all(map(all_finite, value.values()))
+    if kind is list:
+        return all(map(all_finite, value))
+    return True
+
+
 def json_type(value: Any) -> str:
     """JSON's own name for the type of *value*: string number boolean null array object."""
     if value is None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import math
 import re
 import uuid
 from collections import Counter
@@ -23,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+
+from core.json_values import all_finite
 
 # Session ids of imported recordings are derived from their content, so importing the
 # same file again (from any path, or after it grew) finds the same session.
@@ -112,21 +113,9 @@ def _orjson_canonical(value: Any) -> bytes | None:
         for found in _SHORT_EXPONENT.finditer(canonical)
     ):
         return None  # such a float, or text that looks like one: json's is the same or right
-    if b"null" in canonical and not _finite(value):
+    if b"null" in canonical and not all_finite(value):
         return None
     return canonical
-
-
-def _finite(value: Any) -> bool:
-    """No NaN or infinity anywhere in *value*."""
-    kind = type(value)
-    if kind is float:
-        return math.isfinite(value)
-    if kind is dict:
-        return all(map(_finite, value.values()))
-    if kind is list:
-        return all(map(_finite, value))
-    return True
 
 
 class RecordBuilder:

@@ -17,14 +17,14 @@ from typing import Any
 
 import pytest
 from django.core.management import call_command
-from django.db import connection
+from django.db import IntegrityError, connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone as django_timezone
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from blobviewer import ingest as ingest_module
-from blobviewer.bulk_insert import insert_objects, insert_rows
+from blobviewer.bulk_insert import _json_text, insert_objects, insert_rows
 from blobviewer.ingest import ingest_file
 from blobviewer.models import Blob, BlobRef, Item, Session
 from blobviewer.provenance import made_blob
@@ -84,7 +84,19 @@ class Row:
         self.__dict__.update(fields)
 
 
-def test_bulk_rows_read_back_as_djangos_own_writes():
+@pytest.fixture(params=[False, True], ids=["straight", "logged"])
+def logged(request: Any) -> Any:
+    """Statements run as ingest runs them (on SQLite, given to sqlite3 straight), or with
+    Django logging every query (DEBUG), which takes its own cursor's way; the queries
+    logged, or None."""
+    if not request.param:
+        yield None
+        return
+    with CaptureQueriesContext(connection) as queries:
+        yield queries
+
+
+def test_bulk_rows_read_back_as_djangos_own_writes(logged):
     by_django, by_us = new_session(), new_session()
     Item.objects.bulk_create([Item(**item_fields(n, by_django)) for n in range(1, 40)])
 
@@ -96,9 +108,12 @@ def test_bulk_rows_read_back_as_djangos_own_writes():
         Item.objects.filter(session=by_django)
     )
     assert len(ids) == 39
+    if logged is not None:  # the query as the database ran it, values and all
+        inserts = [q["sql"] for q in logged.captured_queries if q["sql"].startswith("INSERT")]
+        assert any("héllo wörld ✓ 2" in sql for sql in inserts)
 
 
-def test_returned_ids_are_those_of_the_rows_in_order_across_statements():
+def test_returned_ids_are_those_of_the_rows_in_order_across_statements(logged):
     session = new_session()
     rows = [Row(**item_fields(n, session)) for n in range(1, 1_201)]  # three statements
 
@@ -106,6 +121,53 @@ def test_returned_ids_are_those_of_the_rows_in_order_across_statements():
 
     by_seq = dict(Item.objects.filter(session=session).values_list("seq", "id"))
     assert ids == [by_seq[n] for n in range(1, 1_201)]
+
+
+JSON_VALUES = [
+    [],
+    {},
+    [{"id": "c1", "name": "bash", "arguments": {"command": "ls -la", "n": 3}}],
+    {"big": 2**70, "negative": -(2**65), "tiny": 1e-7, "huge": 1e300, "exp": 1.5e16},
+    {"text": 'héllo ✓ 🎉 "quoted" back\\slash\ttab\nline', "ключ": ["значение", None]},
+    {"nested": [[[{"deep": [True, False, None, 0, -0.0, 0.5]}]]]},
+]
+
+
+def test_json_values_read_back_as_djangos_own_writes():
+    by_django, by_us = new_session(), new_session()
+    Item.objects.bulk_create(
+        [
+            Item(**{**item_fields(n, by_django), "tool_calls": v})
+            for n, v in enumerate(JSON_VALUES, 1)
+        ]
+    )
+    insert_objects(
+        Item,
+        [Row(**{**item_fields(n, by_us), "tool_calls": v}) for n, v in enumerate(JSON_VALUES, 1)],
+        exclude=("id",),
+    )
+
+    ours = [row["tool_calls"] for row in stored(Item.objects.filter(session=by_us))]
+    assert ours == [row["tool_calls"] for row in stored(Item.objects.filter(session=by_django))]
+    assert len(ours) == len(JSON_VALUES) and ours[3]["big"] == 2**70 and type(ours[3]["tiny"]) is float
+
+
+@pytest.mark.parametrize(
+    "value", [{"nan": float("nan")}, [float("inf")], {"big": 2**70}, ["\ud800"], {1: "a"}]
+)
+def test_json_text_is_jsons_own_where_orjson_would_write_otherwise_or_refuses(value):
+    assert _json_text(value) == json.dumps(value)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_refused_row_is_djangos_integrity_error_and_its_statement_writes_nothing(logged):
+    session = new_session()
+    insert_objects(Item, [Row(**item_fields(1, session))], exclude=("id",))
+
+    with pytest.raises(IntegrityError, match="UNIQUE|unique"):  # (session, seq) is unique
+        insert_objects(Item, [Row(**item_fields(n, session)) for n in (2, 1)], exclude=("id",))
+
+    assert list(Item.objects.filter(session=session).values_list("seq", flat=True)) == [1]
 
 
 def test_a_row_already_there_is_kept_when_conflicts_are_ignored():
