@@ -149,7 +149,9 @@ def test_json_values_read_back_as_djangos_own_writes():
 
     ours = [row["tool_calls"] for row in stored(Item.objects.filter(session=by_us))]
     assert ours == [row["tool_calls"] for row in stored(Item.objects.filter(session=by_django))]
-    assert len(ours) == len(JSON_VALUES) and ours[3]["big"] == 2**70 and type(ours[3]["tiny"]) is float
+    assert (
+        len(ours) == len(JSON_VALUES) and ours[3]["big"] == 2**70 and type(ours[3]["tiny"]) is float
+    )
 
 
 @pytest.mark.parametrize(
