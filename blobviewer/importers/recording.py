@@ -10,7 +10,6 @@ recognises the items it already recorded (see blobviewer.ingest). Set the source
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import math
@@ -50,22 +49,37 @@ class Recording:
     records: list[dict[str, Any]] = field(default_factory=list)
 
 
-# Nine digits in a row and more (a run of 19 after _DIGITS) may be an integer past 64 bits,
-# which orjson reads as a float; json reads it exactly.
-_DIGITS = bytes.maketrans(b"123456789", b"000000000")
-_LONG_NUMBER = b"0" * 19
+# orjson reads an integer past 64 bits (below -2**63, or from 2**64) as a float, without
+# a word: such a float, or any float that big, sends the text to json, which reads it
+# exactly.
+_LOST_INTEGER = 2.0**63
 
 
 def load_json(raw: bytes) -> Any:
     """`json.loads(raw)`: the same value, or the same error, about three times faster.
 
     orjson reads most recordings' JSON exactly as json does (floats too); what it reads
-    otherwise (an integer past 64 bits) or refuses (NaN, a lone surrogate, a byte order
-    mark, UTF-16) goes to json, so values and error messages stay json's own."""
-    if _LONG_NUMBER not in raw.translate(_DIGITS):
-        with contextlib.suppress(orjson.JSONDecodeError):
-            return orjson.loads(raw)
-    return json.loads(raw)
+    otherwise (an integer past 64 bits, found by walking the value: quicker than looking
+    for long runs of digits in the text, which hashes and ids in strings have too) or
+    refuses (NaN, a lone surrogate, a byte order mark, UTF-16) goes to json, so values
+    and error messages stay json's own."""
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return json.loads(raw)
+    return value if _no_lost_integer(value) else json.loads(raw)
+
+
+def _no_lost_integer(value: Any) -> bool:
+    """Whether no float in *value* is as big as an integer orjson would have lost."""
+    kind = type(value)
+    if kind is float:
+        return -_LOST_INTEGER < value < _LOST_INTEGER
+    if kind is dict:
+        return all(map(_no_lost_integer, value.values()))
+    if kind is list:
+        return all(map(_no_lost_integer, value))
+    return True
 
 
 def canonical_digest(value: Any) -> str:
