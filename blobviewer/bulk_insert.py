@@ -240,7 +240,7 @@ def _converter(field: Any, connection: BaseDatabaseWrapper) -> Convert:
     if kind == "UUIDField":
         if features.has_native_uuid_field:
             return _as_is
-        return _uuid_hex
+        return _uuid_hex()
     if kind == "DateTimeField":
         if connection.vendor == "sqlite" and connection.timezone is UTC:
             return _sqlite_utc_text(ops.adapt_datetimefield_value)
@@ -298,7 +298,7 @@ def _sqlite_utc_text(adapt: Convert) -> Convert:
 
     def convert(value: Any) -> Any:
         if value is not None and value.tzinfo is UTC:
-            return str(value.replace(tzinfo=None))
+            return value.isoformat(" ")[:-6]  # str() of it without "+00:00"
         return adapt(value)
 
     return convert
@@ -326,8 +326,17 @@ def _json_text(value: Any) -> str:
     return text.decode()
 
 
-def _uuid_hex(value: Any) -> Any:
-    return None if value is None else value.hex
+def _uuid_hex() -> Convert:
+    """A UUID as the hex digits SQLite keeps, remembering the last one: the rows of one
+    insert (a file's items, its references) mostly share their session's."""
+    last: list[Any] = [None, None]
+
+    def convert(value: Any) -> Any:
+        if value is not last[0]:
+            last[:] = value, None if value is None else value.hex
+        return last[1]
+
+    return convert
 
 
 def _microseconds(value: Any) -> Any:
