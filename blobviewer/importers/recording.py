@@ -22,6 +22,8 @@ from typing import Any
 
 import orjson
 
+from core.json_values import every_float
+
 # Session ids of imported recordings are derived from their content, so importing the
 # same file again (from any path, or after it grew) finds the same session.
 IMPORT_NAMESPACE = uuid.UUID("5b0e3c52-4f3a-4a8e-9d0b-6f1c2a7e9b10")
@@ -72,14 +74,11 @@ def load_json(raw: bytes) -> Any:
 
 def _no_lost_integer(value: Any) -> bool:
     """Whether no float in *value* is as big as an integer orjson would have lost."""
-    kind = type(value)
-    if kind is float:
-        return -_LOST_INTEGER < value < _LOST_INTEGER
-    if kind is dict:
-        return all(map(_no_lost_integer, value.values()))
-    if kind is list:
-        return all(map(_no_lost_integer, value))
-    return True
+    return every_float(value, _not_lost)
+
+
+def _not_lost(number: float) -> bool:
+    return -_LOST_INTEGER < number < _LOST_INTEGER
 
 
 def canonical_digest(value: Any) -> str:
@@ -127,14 +126,11 @@ def _orjson_canonical(value: Any) -> bytes | None:
 def _floats_written_alike(value: Any) -> bool:
     """Whether every float in *value* is one that orjson writes as json does: 0, or from
     1e-4 up (not NaN, not infinite)."""
-    kind = type(value)
-    if kind is float:
-        return value == 0.0 or 1e-4 <= abs(value) < math.inf
-    if kind is dict:
-        return all(map(_floats_written_alike, value.values()))
-    if kind is list:
-        return all(map(_floats_written_alike, value))
-    return True
+    return every_float(value, _written_alike)
+
+
+def _written_alike(number: float) -> bool:
+    return number == 0.0 or 1e-4 <= abs(number) < math.inf
 
 
 class RecordBuilder:

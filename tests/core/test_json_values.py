@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 from strategies import json_values
 
 from core.json_values import (
@@ -15,6 +16,7 @@ from core.json_values import (
     dumps_compact,
     dumps_for_storage,
     dumps_indented,
+    every_float,
     json_type,
     parse_json,
     shape,
@@ -127,3 +129,31 @@ def test_every_written_form_reads_back_to_the_same_value(value: Any) -> None:
     assert parse_json(dumps_compact(value)) == value
     assert parse_json(dumps_indented(value)) == value
     assert "\n" not in dumps_compact(value)
+
+
+def floats_in(value: Any) -> list[float]:
+    if isinstance(value, float):
+        return [value]
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, list):
+        return [number for item in value for number in floats_in(item)]
+    return []
+
+
+values_with_any_float = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=3), children, max_size=4)
+    ),
+    max_leaves=25,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(values_with_any_float, st.floats(min_value=0, max_value=1e6))
+def test_every_float_holds_when_the_test_holds_for_each_float_found_by_a_plain_walk(value, bound):
+    def small(number: float) -> bool:
+        return abs(number) <= bound
+
+    assert every_float(value, small) == all(small(n) for n in floats_in(value))
