@@ -61,18 +61,25 @@ from core.store.s3 import S3BlobStore  # boto3 only when an object store is used
 class BlobFacts:
     """Blob rows for a set of ids, read from the store by index_blobs and not saved yet:
     *rows* holds every id's row, *new* the rows to insert, *reread* the rows that said
-    missing or unreadable and were read again. save() writes them in a few statements."""
+    missing or unreadable and were read again; *made* the ids of new rows for blobs the
+    caller has just stored, which no other row can have. save() writes them in a few
+    statements."""
 
     rows: dict[uuid.UUID, Blob] = field(default_factory=dict)
     new: list[Blob] = field(default_factory=list)
     reread: list[Blob] = field(default_factory=list)
+    made: set[uuid.UUID] = field(default_factory=set)
 
     def save(self) -> None:
         """Insert the new rows (a batch per statement) and save the re-read ones; call it
         inside the caller's transaction, so rows and the rows that reference them commit
         together. A row another process inserted meanwhile holds the same facts (blobs are
-        immutable), so it is kept as it is."""
-        insert_objects(Blob, self.new, ignore_conflicts=True)
+        immutable), so it is kept as it is; the rows of blobs just made cannot be there,
+        and go in as plain inserts (on PostgreSQL a COPY, many times quicker than an
+        INSERT that skips conflicts)."""
+        insert_objects(Blob, [row for row in self.new if row.id in self.made])
+        found = [row for row in self.new if row.id not in self.made]
+        insert_objects(Blob, found, ignore_conflicts=True)
         for row in self.reread:
             row.save()
 
@@ -97,6 +104,7 @@ def index_blobs(
     facts = BlobFacts(rows=Blob.objects.in_bulk(list(ids)) if ids else {})
     facts.rows.update(known)
     facts.new.extend(known.values())
+    facts.made.update(known)
     for blob_id in ids:
         row = facts.rows.get(blob_id)
         if row is None or row.missing or row.error:
