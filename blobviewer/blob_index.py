@@ -74,10 +74,22 @@ class BlobFacts:
         """Insert the new rows (a batch per statement) and save the re-read ones; call it
         inside the caller's transaction, so rows and the rows that reference them commit
         together. A row another process inserted meanwhile holds the same facts (blobs are
-        immutable), so it is kept as it is; the rows of blobs just made cannot be there,
-        and go in as plain inserts (on PostgreSQL a COPY, many times quicker than an
-        INSERT that skips conflicts)."""
-        insert_objects(Blob, [row for row in self.new if row.id in self.made])
+        immutable), so it is kept as it is. The rows of blobs just made go in as plain
+        inserts first (on PostgreSQL a COPY, many times quicker than an INSERT that skips
+        conflicts): only `blobs index`, finding their files in the store before this
+        commits, can have inserted one of them, and then they go in again that way."""
+        made = [row for row in self.new if row.id in self.made]
+        try:
+            if made:
+                with transaction.atomic():
+                    insert_objects(Blob, made)
+        except IntegrityError:
+            insert_objects(Blob, made, ignore_conflicts=True)
+            for row in made:  # a row `blobs index` inserted has no maker yet: it gets it
+                if row.made_by_id is not None:
+                    Blob.objects.filter(id=row.id, made_by__isnull=True).update(
+                        made_by_id=row.made_by_id, made_by_title=row.made_by_title
+                    )
         found = [row for row in self.new if row.id not in self.made]
         insert_objects(Blob, found, ignore_conflicts=True)
         for row in self.reread:

@@ -112,6 +112,7 @@ def _executor(
     raw = cursor.cursor  # Django's sqlite3.Cursor subclass, which converts in execute()
 
     def execute(sql: str, params: list[Any]) -> Any:
+        connection.validate_no_broken_transaction()  # as Django's cursor does first
         with connection.wrap_database_errors:
             return sqlite3.Cursor.execute(raw, sql, params)
 

@@ -92,18 +92,20 @@ def dumps_for_storage(value: Any) -> bytes:
 
 
 def every_float(value: Any, test: Callable[[float], bool]) -> bool:
-    """Whether *test* holds for every float in *value* (a JSON value, as parsed). Strings,
-    integers, booleans and None are passed over without a call: half the time of a walk
-    that calls itself on every value."""
+    """Whether *value* is made of JSON's types (dicts, lists and tuples, strings,
+    integers, booleans, None, floats) and *test* holds for every float in it. Any other
+    type, or a subclass, counts as failing: callers then take json's own way, which
+    writes such values as json does. Strings, integers, booleans and None are passed
+    over without a call: half the time of a walk that calls itself on every value."""
     kind = type(value)
     if kind is dict:
         values: Iterable[Any] = value.values()
-    elif kind is list:
+    elif kind is list or kind is tuple:
         values = value
     elif kind is float:
         return test(value)
     else:
-        return True
+        return kind is str or kind is int or kind is bool or value is None
     for item in values:
         kind = type(item)
         if kind is str or kind is int or kind is bool or item is None:

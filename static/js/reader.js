@@ -141,7 +141,9 @@
     if (!reader || !reader.classList.contains("in-place") || !window.htmx) return;
     // In place on a timeline: load the lines into this reader, as its own links do.
     event.preventDefault();
+    // From the link, so the reader's hx-sync applies: a later click replaces this one.
     window.htmx.ajax("GET", link.getAttribute("href"), {
+      source: link,
       target: "#" + reader.id,
       swap: "outerHTML",
     });

@@ -4,6 +4,7 @@ and no message (issue 9)."""
 
 from __future__ import annotations
 
+import enum
 import hashlib
 import json
 import math
@@ -154,6 +155,14 @@ def test_a_digest_is_the_one_json_writes_whatever_the_value(value):
     assert canonical_digest(value) == json_digest(value)
 
 
+class Colour(enum.Enum):
+    RED = 1
+
+
+class FloatKind(float):
+    pass
+
+
 @pytest.mark.parametrize(
     "value",
     [
@@ -165,6 +174,9 @@ def test_a_digest_is_the_one_json_writes_whatever_the_value(value):
         {"s": "\ud800"},
         {"when": datetime(2025, 1, 2, 3, 4, 5)},
         {"s": "1e-7 and 0.00001 in a text"},
+        {"t": (1e-05, 2)},  # a tuple, which json and orjson both write as a list
+        {"e": Colour.RED},  # json writes str(), orjson the value
+        {"f": FloatKind(1e-05)},
     ],
 )
 def test_a_digest_is_json_s_where_orjson_writes_otherwise(value):

@@ -155,7 +155,15 @@ def test_json_values_read_back_as_djangos_own_writes():
 
 
 @pytest.mark.parametrize(
-    "value", [{"nan": float("nan")}, [float("inf")], {"big": 2**70}, ["\ud800"], {1: "a"}]
+    "value",
+    [
+        {"nan": float("nan")},
+        [float("inf")],
+        {"in a tuple": (float("nan"),)},
+        {"big": 2**70},
+        ["\ud800"],
+        {1: "a"},
+    ],
 )
 def test_json_text_is_jsons_own_where_orjson_would_write_otherwise_or_refuses(value):
     assert _json_text(value) == json.dumps(value)
@@ -430,3 +438,55 @@ def raw_times(session: Session) -> list[Any]:
             [session_id],
         )
         return [at for (at,) in cursor.fetchall()]
+
+
+# --- blob rows that `blobs index` inserted first -------------------------------------------------
+
+
+def test_a_blob_row_that_blobs_index_inserted_meanwhile_is_kept_and_gets_its_maker(
+    data_dir, store, monkeypatch
+):
+    """`manage.py blobs index`, in another process, lists the store between the moment
+    ingest stores a promoted output and the moment it inserts the blob's row: the row it
+    inserted is kept, the ingest goes on in the same try (even inside a caller's
+    transaction, as an upload runs it) and the row gets its maker."""
+    from django.db import transaction
+
+    from blobviewer.blob_index import index_store
+
+    monkeypatch.setattr(ingest_module, "index_session", lambda *args, **kwargs: None)
+    real_index_blobs = ingest_module.index_blobs
+    tries = []
+
+    def indexed_first(blob_ids: Any, **kwargs: Any) -> Any:
+        tries.append(1)
+        index_store(store)  # what the other process commits first
+        return real_index_blobs(blob_ids, **kwargs)
+
+    monkeypatch.setattr(ingest_module, "index_blobs", indexed_first)
+    path = write_log(data_dir, 4, 2)
+
+    with transaction.atomic():
+        result = ingest_file(path, store=store)
+
+    assert len(tries) == 1 and result.new_items == 4
+    blobs = Blob.objects.filter(id__in=result.stored_blobs)
+    assert blobs.count() == 2
+    makers = {blob.made_by.seq for blob in blobs}
+    assert makers == {1, 2}
+    assert all(blob.made_by_title for blob in blobs)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_insert_in_a_transaction_that_must_roll_back_is_refused(logged):
+    """As Django's own cursor refuses it: the rows would silently go with the rollback."""
+    from django.db import transaction
+    from django.db.transaction import TransactionManagementError
+
+    session = new_session()
+    with transaction.atomic():
+        with pytest.raises(IntegrityError):
+            Session.objects.create(id=session.id, created_at=django_timezone.now())
+        with pytest.raises(TransactionManagementError):
+            insert_objects(Item, [Row(**item_fields(1, session))], exclude=("id",))
+    assert not Item.objects.filter(session=session).exists()

@@ -126,7 +126,10 @@ def test_it_survives_a_page_number_out_of_range(logged_in_client):
 def test_its_filter_form_swaps_the_list_and_pushes_the_url(logged_in_client):
     html = logged_in_client.get(reverse("session_list")).content.decode()
 
-    assert 'hx-get="/" hx-target="#list" hx-swap="outerHTML" hx-push-url="true"' in html
+    assert (
+        'hx-get="/" hx-target="#list" hx-sync="#list:replace" hx-swap="outerHTML" '
+        'hx-push-url="true"'
+    ) in html
 
 
 def test_it_says_so_when_there_are_no_sessions(logged_in_client):
