@@ -63,6 +63,8 @@ def insert_rows(
     if not rows:
         return []
     connection = connections[using]
+    # As Django's cursor does before every statement (COPY and sqlite3 straight skip it).
+    connection.validate_no_broken_transaction()
     table, columns, converters = _plan(model, fields, connection)
     if any(len(row) != len(columns) for row in rows):
         raise ValueError(f"every row must have {len(columns)} values, one for each field")
@@ -112,7 +114,6 @@ def _executor(
     raw = cursor.cursor  # Django's sqlite3.Cursor subclass, which converts in execute()
 
     def execute(sql: str, params: list[Any]) -> Any:
-        connection.validate_no_broken_transaction()  # as Django's cursor does first
         with connection.wrap_database_errors:
             return sqlite3.Cursor.execute(raw, sql, params)
 
