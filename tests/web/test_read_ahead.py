@@ -4,6 +4,8 @@ errors it reports are those of reading each file in the command's own process.""
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import shutil
 import time
@@ -24,10 +26,12 @@ from blobviewer.models import Blob, BlobRef, Item, Session
 from blobviewer.read_ahead import RecordingReader
 from core.store import FsBlobStore
 from importers.recordings import FIXTURES, require_fixtures
+from web.records import header, tool_result_item, user_item
 
 pytestmark = pytest.mark.django_db
 
 CLAUDE_SESSIONS = ("a7da6a22-facc-4fcd-8bab-f83c87862004", "8463c716-a2ea-4c14-9efa-87158ebd9f20")
+BIG = "".join(f"line {n}: the tool printed this\n" for n in range(200))  # promoted
 BLOB_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
@@ -393,3 +397,98 @@ def test_a_conflict_tried_again_stores_anew_what_it_took_from_ahead(
     assert_every_blob_file_is_recorded(store)
     for blob_id in BlobRef.objects.values_list("blob_id", flat=True):
         assert store.exists_sync(blob_id)
+
+
+# --- the worker's channel ---------------------------------------------------------------------
+
+
+def session_copies(tmp_path: Path, count: int) -> list[Path]:
+    """*count* copies of a Claude Code recording with outputs to promote, each a session
+    of its own."""
+    require_fixtures()
+    claude = (FIXTURES / f"{CLAUDE_SESSIONS[0]}.jsonl").read_text()
+    paths = [tmp_path / f"{number}.jsonl" for number in range(count)]
+    for path in paths:
+        path.write_text(claude.replace(CLAUDE_SESSIONS[0], str(uuid.uuid4())))
+    return paths
+
+
+def test_each_file_comes_back_as_read_however_far_ahead_the_worker_got(
+    tmp_path: Path, store: FsBlobStore, promoted_log: Path
+) -> None:
+    # More files than the worker has slots for what it read: each slot is used again.
+    paths = []
+    for number in range(3 * read_ahead.AHEAD_FILES):
+        records = [header(title=f"run {number}"), user_item(1, f"task {number}")]
+        records += [tool_result_item(2, f"{number}\n{BIG}", call_id="c1")]
+        paths.append(tmp_path / f"{number:03d}.jsonl")
+        paths[-1].write_text("".join(json.dumps(record) + "\n" for record in records))
+
+    with RecordingReader(paths, store=store) as reader:
+        for number, path in enumerate(paths):
+            if number % 10 == 0:  # now and then the worker is as far ahead as it may be
+                wait_until(lambda: reader.ready == reader.ahead)
+            opened = reader.take(path)
+            assert opened is not None and opened.log is not None
+            assert opened.log.header["title"] == f"run {number}"
+            [(_, result)] = ingest_recordings(path, store=store, opened=opened)
+            assert isinstance(result, IngestResult) and result.stored_blobs
+
+    assert promoted_count(promoted_log) == Blob.objects.count() == len(paths)
+    outputs = {
+        BlobRef.objects.get(blob=blob).item.session.title: blob for blob in Blob.objects.all()
+    }
+    assert store.load_sync(outputs["run 33"].id).text.startswith("33\nline 0")
+    assert_every_blob_file_is_recorded(store)
+
+
+def test_a_worker_that_dies_leaves_the_files_it_did_not_send_to_the_command(
+    tmp_path: Path, store: FsBlobStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    read = read_ahead.read
+
+    def dying(path: Path, index: int) -> Any:
+        if index == 2:  # killed, or out of memory, on the third file
+            os._exit(1)
+        return read(path, index)
+
+    monkeypatch.setattr(read_ahead, "read", dying)
+    monkeypatch.setattr(read_ahead, "cores", lambda: 2)
+    paths = session_copies(tmp_path, 4)
+    with RecordingReader(paths, store=store) as reader:
+        taken = [reader.take(path) for path in paths]
+        assert reader.ahead == 0  # the worker is gone: nothing more is asked of it
+        for path, opened in zip(paths, taken, strict=True):
+            ingest_recordings(path, store=store, opened=opened)
+
+    assert [opened is not None for opened in taken] == [True, True, False, False]
+    assert Session.objects.count() == 4 and Item.objects.count() == 4 * 299
+    assert_every_blob_file_is_recorded(store)
+
+
+def test_what_cannot_be_sent_back_is_read_here_and_its_promotions_discarded(
+    tmp_path: Path,
+    store: FsBlobStore,
+    promoted_log: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    read = read_ahead.read
+
+    def unpicklable(path: Path, index: int) -> Any:
+        opened = read(path, index)
+        if index == 1:
+            opened.promoted.note = lambda: "a lambda does not pickle"
+        return opened
+
+    monkeypatch.setattr(read_ahead, "read", unpicklable)
+    paths = session_copies(tmp_path, 3)
+    with RecordingReader(paths, store=store) as reader:
+        taken = [reader.take(path) for path in paths]
+        for path, opened in zip(paths, taken, strict=True):
+            ingest_recordings(path, store=store, opened=opened)
+
+    assert [opened is not None for opened in taken] == [True, False, True]
+    # Each file's outputs promoted once by the worker, and the second's again here.
+    assert promoted_count(promoted_log) == Blob.objects.count() > 30
+    assert Session.objects.count() == 3
+    assert_every_blob_file_is_recorded(store)  # the second file's promotions are gone
