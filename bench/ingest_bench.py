@@ -28,11 +28,12 @@ promotes the outputs of the next files while it is ahead of the command), promot
 database.
 
 The ingest's CPU is split between this process, its workers and the PostgreSQL server,
-and each phase shows its CPU beside its time ("waiting for the reader" is the command
-waiting for its read-ahead worker). Before each run the bench waits until creating a file
-costs what it does on a quiet disk (see settle), and prints that cost: files deleted just
-before a run (by the bench's previous run, or by a test suite) must not be measured. The
-bench deletes nothing until it ends.
+and each phase shows its CPU beside its time ("taking from the reader" is the command
+waiting for its read-ahead worker and loading what it read: the loading is its CPU).
+Before each run the bench waits until creating a file costs what it does on a quiet disk
+(see settle), and prints that cost: files deleted just before a run (by the bench's
+previous run, or by a test suite) must not be measured. The bench deletes nothing until
+it ends.
 
 After each run the bench checks what was recorded: one session per file, every item and
 every stored blob in the database, a search chunk for every item with text and a search
@@ -315,7 +316,7 @@ def child(folder: Path, data: Path, profile: bool, jobs_given: int | None) -> No
     timers.wrap(FsBlobStore, "discard_sync", "blob files")
     import blobviewer.read_ahead
 
-    timers.wrap(blobviewer.read_ahead.RecordingReader, "take", "waiting for the reader")
+    timers.wrap(blobviewer.read_ahead.RecordingReader, "take", "taking from the reader")
 
     out, err = io.StringIO(), io.StringIO()
     files = sorted(str(path) for path in folder.iterdir())

@@ -750,13 +750,18 @@ class PromotedAhead:
         promotions = self._by_output.get(output)
         return promotions.pop(0) if promotions else None
 
+    def blob_ids(self) -> Iterator[uuid.UUID]:
+        """The blobs of the promotions not taken yet."""
+        for promotions in self._by_output.values():
+            for promotion in promotions:
+                yield promotion.blob_id
+
     def discard_unused(self, store: FsBlobStore) -> None:
         """Delete the blobs of the promotions no item took (one that cannot be deleted
         stays, as a blob nothing references: `manage.py blobs index` lists it)."""
-        for promotions in self._by_output.values():
-            for promotion in promotions:
-                with contextlib.suppress(BlobStoreError, OSError):
-                    store.discard_sync(promotion.blob_id)
+        for blob_id in self.blob_ids():
+            with contextlib.suppress(BlobStoreError, OSError):
+                store.discard_sync(blob_id)
         self._by_output.clear()
 
     @classmethod

@@ -35,13 +35,13 @@ from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.db import DatabaseError
 
 from blobviewer.ingest import Opened, PromotedAhead, open_recording
 from blobviewer.models import PrunedSession, Session
-from core.store import BlobStore, FsBlobStore
+from core.store import BlobStore, BlobStoreError, FsBlobStore
 
 # How far the worker reads ahead of the file being written: every file read is held in
 # memory until it is written, so at most this many files and (beyond the next one) this
@@ -78,17 +78,17 @@ class RecordingReader:
         self._store = store if isinstance(store, FsBlobStore) else None
         self._next = 0  # the worker may read the files before this index
         self._pending: dict[int, int] = {}  # files it may read, not taken yet: their sizes
-        # Files the worker is done with, not taken yet: the size of what it read, pickled
-        # into the file's slot (see _slot), or None (the command reads the file itself).
-        self._arrived: dict[int, int | None] = {}
+        # Files the worker is done with, not taken yet: what it left (see _Left).
+        self._arrived: dict[int, _Left] = {}
         self._taken = 0
         # The index of the file the command is writing (or waiting for), where the
         # worker sees it: memory shared across the fork (None: no worker).
         self._writing: Any = None
         self._worker: BaseProcess | None = None
         self._grants: Connection | None = None  # to the worker: how far it may read
-        self._results: Connection | None = None  # from the worker: (index, size or None)
+        self._results: Connection | None = None  # from the worker: (index, _Left)
         self._slots: list[int] = []  # the shared memory files (descriptors)
+        self._ahead_files = AHEAD_FILES  # as many as there are slots, less one
         if (
             len(self._paths) > 1
             and cores() > 1
@@ -104,13 +104,17 @@ class RecordingReader:
         known = self._known_sessions()
         # One slot more than files may be read ahead: the worker may fill the slot of the
         # last file the command may ask for while the command loads the one it took.
-        self._slots = [_memory_file() for _ in range(AHEAD_FILES + 1)]
+        for _ in range(self._ahead_files + 1):
+            self._slots.append(_memory_file())
         self._writing = context.RawValue("q", 0)
         grants, self._grants = context.Pipe(duplex=False)
         self._results, results = context.Pipe(duplex=False)
+        # The worker closes the command's ends of the pipes, which it inherits: so it sees
+        # their end when the command is gone, however it ended (not to be left waiting).
+        ends = _Ends(grants, results, commands=(self._grants, self._results))
         worker = context.Process(
             target=_work,
-            args=(self._paths, self._slots, self._store, known, self._writing, grants, results),
+            args=(self._paths, self._slots, self._store, known, self._writing, ends),
             name="blobviewer read-ahead",
             daemon=True,
         )
@@ -137,10 +141,10 @@ class RecordingReader:
             self._writing.value = index
         if self._worker is None or self._pending.pop(index, None) is None:
             return None
+        self._submit()
         if self._paths[index] != path:
             self._discard(index, self._arrival(index))
             return None
-        self._submit()
         return self._load(index, self._arrival(index))
 
     @property
@@ -157,31 +161,38 @@ class RecordingReader:
 
     def _submit(self) -> None:
         """Let the worker read as far ahead as AHEAD_FILES and AHEAD_BYTES allow."""
+        if self._grants is None:
+            return
         granted = self._next
         while self._next < len(self._paths) and self._room():
             self._pending[self._next] = _size(self._paths[self._next])
             self._next += 1
-        if self._next != granted and self._grants is not None:
+        if self._next != granted:
             try:
                 self._grants.send(self._next)
-            except OSError:  # the worker is gone: take() reads in-process from now on
-                self.close()
+            except OSError:  # the worker is gone: what it sent is still taken, then no more
+                self._grants.close()
+                self._grants = None
+                for index in range(granted, self._next):
+                    del self._pending[index]
+                self._next = granted
 
     def _room(self) -> bool:
         """Whether another file may be read ahead (see AHEAD_FILES)."""
         held = sum(self._pending.values())
-        return not self._pending or (len(self._pending) < AHEAD_FILES and held < AHEAD_BYTES)
+        within = len(self._pending) < self._ahead_files and held < AHEAD_BYTES
+        return not self._pending or within
 
-    def _arrival(self, index: int) -> int | None:
+    def _arrival(self, index: int) -> _Left:
         """What the worker read of the file at *index*, once it is done with it (None if
         it stopped before)."""
         while index not in self._arrived:
             if self._results is None or self._worker is None:
-                return None
+                return _NOTHING
             wait([self._results, self._worker.sentinel])
             if not self._receive():
                 self.close()  # the worker died (killed, out of memory): read here
-                return None
+                return _NOTHING
         return self._arrived.pop(index)
 
     def _receive(self) -> bool:
@@ -190,14 +201,15 @@ class RecordingReader:
         try:
             if not self._results.poll():
                 return self._worker is not None and self._worker.is_alive()
-            index, name = self._results.recv()
+            index, left = self._results.recv()
         except (EOFError, OSError):
             return False
-        self._arrived[index] = name
+        self._arrived[index] = left
         return True
 
-    def _load(self, index: int, size: int | None) -> Opened | None:
-        """What the worker left in the slot of the file at *index* (*size* bytes)."""
+    def _load(self, index: int, left: _Left) -> Opened | None:
+        """What the worker left in the slot of the file at *index*."""
+        size, made = left
         if size is None or not self._slots:
             return None
         slot = self._slots[_slot(index, self._slots)]
@@ -206,6 +218,10 @@ class RecordingReader:
             os.ftruncate(slot, 0)  # its memory is free again
             opened: Opened = pickle.loads(data)
         except Exception:  # noqa: BLE001 - what it read did not come back: read here
+            if self._store is not None:  # and the blobs it promoted are nobody's
+                for blob_id in made:
+                    with contextlib.suppress(BlobStoreError, OSError):
+                        self._store.discard_sync(blob_id)
             return None
         return opened
 
@@ -232,10 +248,11 @@ class RecordingReader:
                 with contextlib.suppress(OSError):
                     self._grants.send(_STOP)
             worker.join()
+            worker.close()
             while self._results is not None and self._results.poll() and self._receive():
                 pass
-        for index, size in self._arrived.items():
-            self._discard(index, size)
+        for index, left in self._arrived.items():
+            self._discard(index, left)
         self._arrived.clear()
         self._pending.clear()
         for connection in (self._grants, self._results):
@@ -246,10 +263,12 @@ class RecordingReader:
             os.close(slot)
         self._slots = []
 
-    def _discard(self, index: int, size: int | None) -> None:
+    def _discard(self, index: int, left: _Left) -> None:
         """Delete what the worker promoted of a file read ahead but not taken."""
-        opened = self._load(index, size)
-        if self._store is not None and opened is not None and opened.promoted is not None:
+        if self._store is None or not left.made:
+            return
+        opened = self._load(index, left)
+        if opened is not None and opened.promoted is not None:
             opened.promoted.discard_unused(self._store)
 
     def __enter__(self) -> RecordingReader:
@@ -266,10 +285,30 @@ class RecordingReader:
 
 def _memory_file() -> int:
     """A file in memory, nameless (a descriptor): gone once no process has it open."""
-    if hasattr(os, "memfd_create"):  # Linux
+    with contextlib.suppress(AttributeError, OSError):  # Linux, unless a sandbox refuses
         return os.memfd_create("blobviewer-read-ahead", os.MFD_CLOEXEC)
     with tempfile.TemporaryFile() as file:  # elsewhere: a file deleted as soon as made
         return os.dup(file.fileno())
+
+
+class _Left(NamedTuple):
+    """What the worker left of a file: the size of what it read, pickled into the file's
+    slot (None: nothing, the command reads the file itself), and the blobs it promoted
+    (discarded should what it read not come back)."""
+
+    size: int | None
+    made: tuple[uuid.UUID, ...] = ()
+
+
+_NOTHING = _Left(None)
+
+
+class _Ends(NamedTuple):
+    """The worker's ends of the pipes, and the command's, which it closes."""
+
+    grants: Connection
+    results: Connection
+    commands: tuple[Connection | None, Connection | None]
 
 
 def _slot(index: int, slots: Sequence[int]) -> int:
@@ -297,12 +336,15 @@ def _work(
     store: FsBlobStore | None,
     known: frozenset[uuid.UUID],
     writing: Any,
-    grants: Connection,
-    results: Connection,
+    ends: _Ends,
 ) -> None:
     """The worker: reads the files in order, as far as the command allows, and says which
     it has read (see RecordingReader)."""
     _start_worker(store, known, writing)
+    for end in ends.commands:
+        if end is not None:
+            end.close()
+    grants, results = ends.grants, ends.results
     allowed = 0
     try:
         for index, path in enumerate(paths):
@@ -310,16 +352,22 @@ def _work(
                 allowed = grants.recv()
                 if allowed == _STOP:
                     return
-            results.send((index, _deliver(read(path, index), slots, index)))
+            opened = read(path, index)
+            left = _deliver(opened, slots, index)
+            try:
+                results.send((index, left))
+            except OSError:
+                _discard_promoted(opened)
+                raise
     except (EOFError, OSError):  # the command is gone
         return
 
 
-def _deliver(opened: Opened | None, slots: list[int], index: int) -> int | None:
-    """Leave *opened* for the command in its slot: its size pickled, or None (nothing to
-    leave, or it could not be: what was promoted ahead of it is discarded)."""
+def _deliver(opened: Opened | None, slots: list[int], index: int) -> _Left:
+    """Leave *opened* for the command in its slot (or nothing: it could not be left, and
+    what was promoted ahead of it is discarded)."""
     if opened is None:
-        return None
+        return _NOTHING
     slot = slots[_slot(index, slots)]
     try:
         data = memoryview(pickle.dumps(opened, protocol=pickle.HIGHEST_PROTOCOL))
@@ -327,10 +375,17 @@ def _deliver(opened: Opened | None, slots: list[int], index: int) -> int | None:
         while written < len(data):
             written += os.pwrite(slot, data[written:], written)
     except Exception:  # noqa: BLE001 - no memory, or it does not pickle: the command reads it
-        if opened.promoted is not None and _store is not None:
-            opened.promoted.discard_unused(_store)
-        return None
-    return len(data)
+        _discard_promoted(opened)
+        with contextlib.suppress(OSError):
+            os.ftruncate(slot, 0)
+        return _NOTHING
+    made = tuple(opened.promoted.blob_ids()) if opened.promoted is not None else ()
+    return _Left(len(data), made)
+
+
+def _discard_promoted(opened: Opened | None) -> None:
+    if opened is not None and opened.promoted is not None and _store is not None:
+        opened.promoted.discard_unused(_store)
 
 
 def read(path: Path, index: int) -> Opened | None:

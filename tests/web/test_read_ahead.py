@@ -4,13 +4,19 @@ errors it reports are those of reading each file in the command's own process.""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import multiprocessing
 import os
 import re
 import shutil
+import signal
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from io import StringIO
 from pathlib import Path
 from typing import Any
@@ -413,21 +419,35 @@ def session_copies(tmp_path: Path, count: int) -> list[Path]:
     return paths
 
 
-def test_each_file_comes_back_as_read_however_far_ahead_the_worker_got(
-    tmp_path: Path, store: FsBlobStore, promoted_log: Path
-) -> None:
-    # More files than the worker has slots for what it read: each slot is used again.
+def small_logs(folder: Path, count: int) -> list[Path]:
+    """*count* small session logs, titled `run <n>`, each with an output to promote."""
+    folder.mkdir(exist_ok=True)
     paths = []
-    for number in range(3 * read_ahead.AHEAD_FILES):
+    for number in range(count):
         records = [header(title=f"run {number}"), user_item(1, f"task {number}")]
         records += [tool_result_item(2, f"{number}\n{BIG}", call_id="c1")]
-        paths.append(tmp_path / f"{number:03d}.jsonl")
+        paths.append(folder / f"{number:03d}.jsonl")
         paths[-1].write_text("".join(json.dumps(record) + "\n" for record in records))
+    return paths
+
+
+def test_each_file_comes_back_as_read_however_far_ahead_the_worker_got(
+    tmp_path: Path, store: FsBlobStore, promoted_log: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # More files than the worker has slots for what it read, and before loading each the
+    # command lets the worker get as far ahead as it may: every slot is filled again
+    # while the command is about to load the one before it.
+    load = RecordingReader._load
+
+    def late(self: RecordingReader, index: int, left: Any) -> Any:
+        wait_until(lambda: self.ready == self.ahead)
+        return load(self, index, left)
+
+    monkeypatch.setattr(RecordingReader, "_load", late)
+    paths = small_logs(tmp_path / "logs", 3 * read_ahead.AHEAD_FILES)
 
     with RecordingReader(paths, store=store) as reader:
         for number, path in enumerate(paths):
-            if number % 10 == 0:  # now and then the worker is as far ahead as it may be
-                wait_until(lambda: reader.ready == reader.ahead)
             opened = reader.take(path)
             assert opened is not None and opened.log is not None
             assert opened.log.header["title"] == f"run {number}"
@@ -435,11 +455,18 @@ def test_each_file_comes_back_as_read_however_far_ahead_the_worker_got(
             assert isinstance(result, IngestResult) and result.stored_blobs
 
     assert promoted_count(promoted_log) == Blob.objects.count() == len(paths)
-    outputs = {
-        BlobRef.objects.get(blob=blob).item.session.title: blob for blob in Blob.objects.all()
-    }
-    assert store.load_sync(outputs["run 33"].id).text.startswith("33\nline 0")
+    outputs = {ref.item.session.title: ref.blob_id for ref in BlobRef.objects.all()}
+    assert store.load_sync(outputs["run 33"]).text.startswith("33\nline 0")
     assert_every_blob_file_is_recorded(store)
+
+
+def in_time(work: Callable[[], Any]) -> Any:
+    """*work*'s result; fails (instead of hanging) if it takes more than a minute."""
+    pool = ThreadPoolExecutor(max_workers=1)
+    try:
+        return pool.submit(work).result(timeout=60)
+    finally:
+        pool.shutdown(wait=False)
 
 
 def test_a_worker_that_dies_leaves_the_files_it_did_not_send_to_the_command(
@@ -448,22 +475,70 @@ def test_a_worker_that_dies_leaves_the_files_it_did_not_send_to_the_command(
     read = read_ahead.read
 
     def dying(path: Path, index: int) -> Any:
-        if index == 2:  # killed, or out of memory, on the third file
+        if index == 5:  # killed, or out of memory, on the sixth file
             os._exit(1)
         return read(path, index)
 
     monkeypatch.setattr(read_ahead, "read", dying)
     monkeypatch.setattr(read_ahead, "cores", lambda: 2)
-    paths = session_copies(tmp_path, 4)
+    paths = small_logs(tmp_path / "logs", read_ahead.AHEAD_FILES + 4)
     with RecordingReader(paths, store=store) as reader:
-        taken = [reader.take(path) for path in paths]
-        assert reader.ahead == 0  # the worker is gone: nothing more is asked of it
+        wait_until(lambda: reader.ready == 5 and not multiprocessing.active_children())
+        # Dead before the command took anything: what it sent still comes back, and
+        # asking it for more (the first take does) does not lose that.
+        taken = in_time(lambda: [reader.take(path) for path in paths])
+        assert reader.ahead == 0  # nothing more is asked of it
         for path, opened in zip(paths, taken, strict=True):
             ingest_recordings(path, store=store, opened=opened)
 
-    assert [opened is not None for opened in taken] == [True, True, False, False]
-    assert Session.objects.count() == 4 and Item.objects.count() == 4 * 299
+    assert [opened is not None for opened in taken] == [True] * 5 + [False] * (len(paths) - 5)
+    assert Session.objects.count() == len(paths) == Blob.objects.count()
     assert_every_blob_file_is_recorded(store)
+
+
+def test_a_worker_whose_command_was_killed_ends_too(tmp_path: Path) -> None:
+    folder = tmp_path / "logs"
+    small_logs(folder, 3 * read_ahead.AHEAD_FILES)
+    script = (
+        "import os, signal; from pathlib import Path; from blobviewer import read_ahead; "
+        "read_ahead.cores = lambda: 2; "
+        f"paths = sorted(Path({str(folder)!r}).iterdir()); "
+        "reader = read_ahead.RecordingReader(paths); reader.take(paths[0]); "
+        "print(*(p.pid for p in __import__('multiprocessing').active_children()), flush=True); "
+        "os.kill(os.getpid(), signal.SIGKILL)"
+    )
+    env = {**os.environ, "BLOBVIEWER_DATA": str(tmp_path / "data")}
+    env.pop("DATABASE_URL", None)
+    printed, said = tmp_path / "printed", tmp_path / "said"
+    # Files, not pipes: a worker left behind would hold a pipe open, and run() wait.
+    with printed.open("w") as out, said.open("w") as err:
+        done = subprocess.run(
+            [sys.executable, "manage.py", "shell", "-c", script],
+            cwd=Path(__file__).resolve().parents[2],
+            env=env,
+            stdout=out,
+            stderr=err,
+            check=False,
+            timeout=120,
+        )
+
+    assert done.returncode == -signal.SIGKILL, said.read_text()
+    [worker] = map(int, printed.read_text().splitlines()[-1].split())
+    try:
+        # Killed while the worker waited to be allowed further: it sees the command's
+        # end of the pipe close, and ends (or is a zombie, ended, for init to reap).
+        wait_until(lambda: not running(worker))
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(worker, signal.SIGKILL)
+
+
+def running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state != "Z"
 
 
 def test_what_cannot_be_sent_back_is_read_here_and_its_promotions_discarded(
