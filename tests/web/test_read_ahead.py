@@ -469,6 +469,11 @@ def in_time(work: Callable[[], Any]) -> Any:
         pool.shutdown(wait=False)
 
 
+def read_ahead_workers() -> list[multiprocessing.process.BaseProcess]:
+    """This process's read-ahead workers still running."""
+    return [p for p in multiprocessing.active_children() if p.name == "blobviewer read-ahead"]
+
+
 def test_a_worker_that_dies_leaves_the_files_it_did_not_send_to_the_command(
     tmp_path: Path, store: FsBlobStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -483,7 +488,7 @@ def test_a_worker_that_dies_leaves_the_files_it_did_not_send_to_the_command(
     monkeypatch.setattr(read_ahead, "cores", lambda: 2)
     paths = small_logs(tmp_path / "logs", read_ahead.AHEAD_FILES + 4)
     with RecordingReader(paths, store=store) as reader:
-        wait_until(lambda: reader.ready == 5 and not multiprocessing.active_children())
+        wait_until(lambda: reader.ready == 5 and not read_ahead_workers())
         # Dead before the command took anything: what it sent still comes back, and
         # asking it for more (the first take does) does not lose that.
         taken = in_time(lambda: [reader.take(path) for path in paths])
@@ -504,7 +509,9 @@ def test_a_worker_whose_command_was_killed_ends_too(tmp_path: Path) -> None:
         "read_ahead.cores = lambda: 2; "
         f"paths = sorted(Path({str(folder)!r}).iterdir()); "
         "reader = read_ahead.RecordingReader(paths); reader.take(paths[0]); "
-        "print(*(p.pid for p in __import__('multiprocessing').active_children()), flush=True); "
+        "import multiprocessing as m; "
+        "print(*(p.pid for p in m.active_children() if p.name == 'blobviewer read-ahead'), "
+        "flush=True); "
         "os.kill(os.getpid(), signal.SIGKILL)"
     )
     env = {**os.environ, "BLOBVIEWER_DATA": str(tmp_path / "data")}
