@@ -757,11 +757,8 @@ class PromotedAhead:
                 yield promotion.blob_id
 
     def discard_unused(self, store: FsBlobStore) -> None:
-        """Delete the blobs of the promotions no item took (one that cannot be deleted
-        stays, as a blob nothing references: `manage.py blobs index` lists it)."""
-        for blob_id in self.blob_ids():
-            with contextlib.suppress(BlobStoreError, OSError):
-                store.discard_sync(blob_id)
+        """Delete the blobs of the promotions no item took (see discard_blobs)."""
+        discard_blobs(store, self.blob_ids())
         self._by_output.clear()
 
     @classmethod
@@ -796,6 +793,14 @@ class PromotedAhead:
             ahead.discard_unused(store)
             return None
         return ahead if len(ahead) else None
+
+
+def discard_blobs(store: FsBlobStore, blob_ids: Iterable[uuid.UUID]) -> None:
+    """Delete blobs promoted for nothing (one that cannot be deleted stays, as a blob
+    nothing references: `manage.py blobs index` lists it)."""
+    for blob_id in blob_ids:
+        with contextlib.suppress(BlobStoreError, OSError):
+            store.discard_sync(blob_id)
 
 
 def _holds(store: FsBlobStore, blob_id: uuid.UUID, content: Content) -> bool:

@@ -39,9 +39,9 @@ from typing import Any, NamedTuple
 
 from django.db import DatabaseError
 
-from blobviewer.ingest import Opened, PromotedAhead, open_recording
+from blobviewer.ingest import Opened, PromotedAhead, discard_blobs, open_recording
 from blobviewer.models import PrunedSession, Session
-from core.store import BlobStore, BlobStoreError, FsBlobStore
+from core.store import BlobStore, FsBlobStore
 
 # How far the worker reads ahead of the file being written: every file read is held in
 # memory until it is written, so at most this many files and (beyond the next one) this
@@ -155,8 +155,7 @@ class RecordingReader:
     @property
     def ready(self) -> int:
         """How many files are read ahead, waiting to be taken."""
-        while self._results is not None and self._results.poll() and self._receive():
-            pass
+        self._drain()
         return sum(index in self._arrived for index in self._pending)
 
     def _submit(self) -> None:
@@ -184,8 +183,8 @@ class RecordingReader:
         return not self._pending or within
 
     def _arrival(self, index: int) -> _Left:
-        """What the worker read of the file at *index*, once it is done with it (None if
-        it stopped before)."""
+        """What the worker left of the file at *index*, once it is done with it (nothing
+        if it stopped before)."""
         while index not in self._arrived:
             if self._results is None or self._worker is None:
                 return _NOTHING
@@ -207,6 +206,11 @@ class RecordingReader:
         self._arrived[index] = left
         return True
 
+    def _drain(self) -> None:
+        """Take every message the worker has sent so far."""
+        while self._results is not None and self._results.poll() and self._receive():
+            pass
+
     def _load(self, index: int, left: _Left) -> Opened | None:
         """What the worker left in the slot of the file at *index*."""
         size, made = left
@@ -219,9 +223,7 @@ class RecordingReader:
             opened: Opened = pickle.loads(data)
         except Exception:  # noqa: BLE001 - what it read did not come back: read here
             if self._store is not None:  # and the blobs it promoted are nobody's
-                for blob_id in made:
-                    with contextlib.suppress(BlobStoreError, OSError):
-                        self._store.discard_sync(blob_id)
+                discard_blobs(self._store, made)
             return None
         return opened
 
@@ -249,8 +251,7 @@ class RecordingReader:
                     self._grants.send(_STOP)
             worker.join()
             worker.close()
-            while self._results is not None and self._results.poll() and self._receive():
-                pass
+            self._drain()
         for index, left in self._arrived.items():
             self._discard(index, left)
         self._arrived.clear()
