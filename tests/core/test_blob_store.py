@@ -23,6 +23,7 @@ import pytest
 from core.content import Structured, Text
 from core.store import FsBlobStore
 from core.store.errors import BlobCorrupt, BlobIOError, BlobStoreError, InvalidBlobId
+from core.store.fs import UNNAMED_MAX_BYTES
 
 REPO = Path(__file__).resolve().parents[2]
 REAL_NAME = re.compile(
@@ -98,15 +99,19 @@ def test_an_unreadable_blob_is_an_io_error(store: FsBlobStore) -> None:
     assert isinstance(raised.value, BlobStoreError)
 
 
+@pytest.mark.parametrize("size", [1000, UNNAMED_MAX_BYTES + 1], ids=["unnamed", "named"])
 def test_a_failed_write_leaves_nothing_behind(
-    store: FsBlobStore, monkeypatch: pytest.MonkeyPatch
+    store: FsBlobStore, monkeypatch: pytest.MonkeyPatch, size: int
 ) -> None:
-    def refuse(*_: object) -> None:
+    def refuse(*_: object, **__: object) -> None:
         raise OSError(28, "No space left on device")
 
+    # The last step of either way of writing: a link of the unnamed file, a rename of the
+    # named one.
+    monkeypatch.setattr(os, "link", refuse)
     monkeypatch.setattr(os, "replace", refuse)
     with pytest.raises(BlobIOError, match="No space left on device"):
-        store.store_sync(Text("x" * 1000))
+        store.store_sync(Text("x" * size))
     assert names(store.root) == []
 
 
