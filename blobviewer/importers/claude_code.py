@@ -46,7 +46,7 @@ from blobviewer.importers.recording import (
     first_line,
     header,
     iso_time,
-    load_json,
+    load_json_record,
     parse_arguments,
     text_of,
     token_count,
@@ -95,7 +95,7 @@ def load(path: Path, data: bytes) -> Recording:
         if not raw.strip():
             continue
         try:
-            entry = load_json(raw)
+            entry, plain_floats = load_json_record(raw)
         except (ValueError, RecursionError) as error:
             if number == len(lines) and not data.endswith(b"\n"):
                 break  # a torn last line: the recorder was still writing
@@ -113,7 +113,7 @@ def load(path: Path, data: bytes) -> Recording:
             conversation_started = True
             if entry.get("isSidechain") is True and isinstance(entry.get("agentId"), str):
                 agent_id = entry["agentId"]
-        builder.from_source(entry)
+        builder.from_source(entry, plain_floats=plain_floats)
         at = iso_time(entry.get("timestamp"))
         sidechain = entry.get("isSidechain") and agent_id is None
         extra = {"sidechain": True if sidechain else None}

@@ -65,11 +65,24 @@ def load_json(raw: bytes) -> Any:
     for long runs of digits in the text, which hashes and ids in strings have too) or
     refuses (NaN, a lone surrogate, a byte order mark, UTF-16) goes to json, so values
     and error messages stay json's own."""
+    return load_json_record(raw)[0]
+
+
+def load_json_record(raw: bytes) -> tuple[Any, bool]:
+    """load_json's value, and whether every float in it is plain: one that orjson reads
+    and writes as json does (0, or from 1e-4 up to 2**63), so that canonical_digest need
+    not walk the value for its floats again (one walk where there were two)."""
     try:
         value = orjson.loads(raw)
     except orjson.JSONDecodeError:
-        return json.loads(raw)
-    return value if _no_lost_integer(value) else json.loads(raw)
+        return json.loads(raw), False
+    if every_float(value, _plain):
+        return value, True
+    return (value if _no_lost_integer(value) else json.loads(raw)), False
+
+
+def _plain(number: float) -> bool:
+    return number == 0.0 or 1e-4 <= abs(number) < _LOST_INTEGER
 
 
 def _no_lost_integer(value: Any) -> bool:
@@ -81,12 +94,13 @@ def _not_lost(number: float) -> bool:
     return -_LOST_INTEGER < number < _LOST_INTEGER
 
 
-def canonical_digest(value: Any) -> str:
+def canonical_digest(value: Any, *, plain_floats: bool = False) -> str:
     """SHA-256 (hex) of *value* (a JSON value) as canonical JSON: sorted keys, no spaces,
     UTF-8 (lone surrogates kept), so the same record digests the same whatever its key
     order. The canonical text is `json.dumps`'s (see _json_canonical); orjson writes the
-    same bytes for most records many times faster, and is used where it does."""
-    canonical = _orjson_canonical(value)
+    same bytes for most records many times faster, and is used where it does.
+    *plain_floats*: load_json_record found every float in *value* plain."""
+    canonical = _orjson_canonical(value, plain_floats=plain_floats)
     if canonical is None:
         canonical = _json_canonical(value)
     return hashlib.sha256(canonical).hexdigest()
@@ -108,7 +122,7 @@ _ORJSON_CANONICAL = (
 )
 
 
-def _orjson_canonical(value: Any) -> bytes | None:
+def _orjson_canonical(value: Any, *, plain_floats: bool = False) -> bytes | None:
     """orjson's canonical JSON of *value* when it is _json_canonical's byte for byte, else
     None. They differ only on floats: below 1e-4 orjson writes them otherwise (0.00001 for
     1e-05, 1e-7 for 1e-07), and NaN and the infinities as null; what else json writes
@@ -120,7 +134,7 @@ def _orjson_canonical(value: Any) -> bytes | None:
         canonical = orjson.dumps(value, option=_ORJSON_CANONICAL)
     except TypeError:
         return None
-    return canonical if _floats_written_alike(value) else None
+    return canonical if plain_floats or _floats_written_alike(value) else None
 
 
 def _floats_written_alike(value: Any) -> bool:
@@ -143,9 +157,10 @@ class RecordBuilder:
         self._source: str | None = None
         self._keys: Counter[str] = Counter()
 
-    def from_source(self, record: Any) -> None:
-        """The items added from now on come from *record* (the source's own JSON value)."""
-        self._source = canonical_digest(record)
+    def from_source(self, record: Any, *, plain_floats: bool = False) -> None:
+        """The items added from now on come from *record* (the source's own JSON value;
+        *plain_floats* as load_json_record found them)."""
+        self._source = canonical_digest(record, plain_floats=plain_floats)
 
     def _add(self, record: dict[str, Any], at: str | None, extra: dict[str, Any]) -> None:
         record = {"type": record.pop("type"), "seq": len(self.records) + 1, "at": at, **record}

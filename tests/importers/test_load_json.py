@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from blobviewer.importers import claude_code
-from blobviewer.importers.recording import canonical_digest, load_json
+from blobviewer.importers.recording import canonical_digest, load_json, load_json_record
 from importers.recordings import CLAUDE_CODE, FIXTURES, require_fixtures
 
 
@@ -101,7 +101,7 @@ def test_a_real_recording_reads_to_the_same_items_and_digests_as_with_json(monke
     require_fixtures()
     data = CLAUDE_CODE.read_bytes()
     ours = claude_code.load(CLAUDE_CODE, data)
-    monkeypatch.setattr(claude_code, "load_json", json.loads)
+    monkeypatch.setattr(claude_code, "load_json_record", lambda raw: (json.loads(raw), False))
     theirs = claude_code.load(CLAUDE_CODE, data)
 
     assert ours.records == theirs.records
@@ -191,3 +191,42 @@ def test_every_record_of_the_real_recordings_digests_as_with_json():
     assert len(values) > 1000
     for value in values:
         assert canonical_digest(value) == json_digest(value)
+
+
+line_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**80), max_value=2**80)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.floats(min_value=-1e-3, max_value=1e-3)  # where orjson writes floats otherwise
+    | st.text(),
+    lambda children: (
+        st.lists(children, max_size=5) | st.dictionaries(st.text(max_size=8), children, max_size=5)
+    ),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(line_values, st.booleans())
+def test_a_line_read_with_its_floats_walked_once_digests_as_with_json(value, ascii_only):
+    raw = json.dumps(value, ensure_ascii=ascii_only).encode("utf-8", "surrogatepass")
+    read, plain_floats = load_json_record(raw)
+    assert same(read, json.loads(raw))
+    assert canonical_digest(read, plain_floats=plain_floats) == json_digest(json.loads(raw))
+
+
+@pytest.mark.parametrize(
+    ("raw", "plain"),
+    [
+        (b'{"a": [1, "x", null, true, {"b": 0.5}], "c": 0.0}', True),
+        (b'{"a": 1e-05}', False),  # orjson writes it 0.00001
+        (b'{"a": 12345678901234567890123}', False),  # past 64 bits: read by json
+        (b'{"a": 9.3e18}', False),  # as big as an integer orjson would have lost
+        (b'{"a": NaN}', False),  # orjson refuses it: read by json
+    ],
+)
+def test_a_line_s_floats_are_plain_only_when_orjson_writes_them_as_json_does(raw, plain):
+    read, plain_floats = load_json_record(raw)
+    assert plain_floats is plain
+    assert same(read, json.loads(raw))
