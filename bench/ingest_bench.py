@@ -300,6 +300,13 @@ def child(folder: Path, data: Path, profile: bool, jobs_given: int | None) -> No
 
     call_command("migrate", verbosity=0)
     timers = Timers()
+    ended_servers = ended_server_cpu(connection)
+    if ended_servers:
+        # The server that ran the migrations ends now, not during the ingest (whose
+        # worker processes, if any, have servers of their own that end with them).
+        connection.close()
+        if not _workers_disconnected():
+            ended_servers = None
     ingest_server = server_cpu(connection)
     # Search indexing is measured apart, after the ingest (which skips it here; its worker
     # processes, if any, are forked with this), so that nothing the command does while
@@ -329,6 +336,7 @@ def child(folder: Path, data: Path, profile: bool, jobs_given: int | None) -> No
     started, own_started = time.perf_counter(), time.process_time()
     cpu_started = own_started + _children_cpu()
     server_started = ingest_server() if ingest_server else 0.0
+    ended_started = ended_servers() if ended_servers else 0.0
     jobs = [] if jobs_given is None else ["--jobs", str(jobs_given)]
     try:
         call_command("ingest", *files, *jobs, stdout=out, stderr=err)
@@ -344,6 +352,8 @@ def child(folder: Path, data: Path, profile: bool, jobs_given: int | None) -> No
         server_cpu_spent = (
             ingest_server() - server_started if ingest_server and not parallel else None
         )
+        if parallel and ended_servers and _workers_disconnected():
+            server_cpu_spent = ended_servers() - ended_started
         if profiler is not None:
             import pstats
 
@@ -401,6 +411,54 @@ def server_cpu(connection: Any) -> Callable[[], float] | None:
     except (OSError, ValueError, IndexError):
         return None
     return read
+
+
+def ended_server_cpu(connection: Any) -> Callable[[], float] | None:
+    """A function giving the CPU seconds of the PostgreSQL server processes that have
+    ended so far (the postmaster counts its children's once it reaps them): with --jobs,
+    the servers of the workers' connections, which end with them. None as server_cpu."""
+    serving = server_cpu(connection)
+    if serving is None:
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        (pid,) = cursor.fetchone()
+    try:
+        postmaster = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[1]
+    except (OSError, IndexError):
+        return None
+    stat = Path(f"/proc/{postmaster}/stat")
+    ticks = os.sysconf("SC_CLK_TCK")
+
+    def read() -> float:
+        fields = stat.read_text().rpartition(")")[2].split()
+        return (int(fields[13]) + int(fields[14])) / ticks  # cutime, cstime
+
+    try:
+        read()
+    except (OSError, ValueError, IndexError):
+        return None
+    return read
+
+
+def _workers_disconnected(limit: float = 10.0) -> bool:
+    """Wait until no other connection to this database is left (the workers' servers
+    have ended); False if some are still there after *limit* seconds."""
+    from django.db import connection
+
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+            (others,) = cursor.fetchone()
+        if not others:
+            time.sleep(0.2)  # reaped by the postmaster a moment after they end
+            return True
+        time.sleep(0.05)
+    return False
 
 
 def _children_cpu() -> float:
@@ -572,7 +630,12 @@ def report(name: str, results: list[dict[str, Any]]) -> int:
         own = result["own_cpu"] - result["search_cpu"]
         workers = result["cpu"] - result["own_cpu"]
         split = f"this process {own:.1f}s, its workers {workers:.1f}s"
-        if result.get("server_cpu") is not None:
+        if result.get("server_cpu") is not None and result.get("parallel"):
+            split += (
+                f", the PostgreSQL servers of their connections {result['server_cpu']:.1f}s"
+                " (with any other server process that ended meanwhile)"
+            )
+        elif result.get("server_cpu") is not None:
             split += f", the PostgreSQL server {result['server_cpu']:.1f}s"
         elif result.get("parallel"):
             split += " (the PostgreSQL servers of the workers' connections: not measured)"
