@@ -100,15 +100,47 @@ def _fit(parts: list[Part], limit: int) -> str:
     widest = max((p.size for p in shown), default=0)
     width = widest
     if total(widest) > limit:
-        low, high = 0, min(widest, limit)  # total(width) grows with width
-        while low < high:
-            middle = (low + high + 1) // 2
-            if total(middle) <= limit:
-                low = middle
-            else:
-                high = middle - 1
-        width = low
+        width = _widest_fitting(total, [p.size for p in shown], limit - fixed - newlines, limit)
     return "\n".join(p if isinstance(p, str) else decode_text(p.cut(width)) for p in parts)
+
+
+def _widest_fitting(total: Callable[[int], int], sizes: list[int], room: int, limit: int) -> int:
+    """The largest width up to min(max(sizes), limit) at which total(width) <= limit (0
+    when none is): what a binary search over the widths finds, in a step or two.
+
+    A line cut to a width of at least the ellipsis's takes at most that width (less when
+    the cut backs off to a character's start), so the largest width at which every line
+    taking min(size, width) bytes fits in *room* is one where total fits too; from there
+    the widths that still fit are the few that back-offs make room for."""
+    high = min(max(sizes, default=0), limit)
+    guess = _room_width(sorted(sizes), room)
+    if len(_ELLIPSIS_BYTES) <= guess <= high and total(guess) <= limit:
+        for _ in range(8):
+            if guess == high or total(guess + 1) > limit:
+                return guess
+            guess += 1
+        low = guess  # total(width) grows with width: search the rest
+    else:
+        low = 0
+    while low < high:
+        middle = (low + high + 1) // 2
+        if total(middle) <= limit:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def _room_width(sizes: list[int], room: int) -> int:
+    """The largest width at which lines of *sizes* (ascending), each taking min(size,
+    width) bytes, take at most *room* bytes (-1 when even width 0 is too much)."""
+    whole = 0
+    for cut_from, size in enumerate(sizes):
+        width = (room - whole) // (len(sizes) - cut_from)  # the rest cut to one width
+        if width < size:
+            return width
+        whole += size
+    return sizes[-1] if sizes else -1  # every line whole
 
 
 def _text_summary(ref: str, text: str, policy: Policy) -> str:

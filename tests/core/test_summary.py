@@ -15,10 +15,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core.agent.policy import Policy
-from core.content import Structured, Text
+from core.content import Structured, Text, decode_text, encode_text
 from core.json_values import display_key, dumps_compact, json_type, shape
 from core.lines import split_lines
-from core.summary import _Shown, summarize
+from core.summary import _fit, _Shown, summarize
 
 BLOB_ID = uuid.UUID("0190f5e2-7c1a-7b3e-9c4d-123456789abc")
 REF = f"[blob:{BLOB_ID}]"
@@ -484,3 +484,39 @@ def test_summaries_are_deterministic() -> None:
 def test_the_size_of_a_cut_line_is_the_size_of_the_line_cut(line: str, limit: int, width: int):
     shown = _Shown.of(line, limit)
     assert shown.cut_size(width) == len(shown.cut(width))
+
+
+def fit_by_search(parts: list[Any], limit: int) -> str:
+    """_fit by its definition: the widest common width that fits, by binary search over
+    every width (total grows with the width)."""
+    fixed = sum(len(encode_text(p)) for p in parts if isinstance(p, str))
+    shown = [p for p in parts if isinstance(p, _Shown)]
+
+    def total(width: int) -> int:
+        return fixed + len(parts) - 1 + sum(p.cut_size(width) for p in shown)
+
+    width = max((p.size for p in shown), default=0)
+    if total(width) > limit:
+        low, high = 0, min(width, limit)
+        while low < high:
+            middle = (low + high + 1) // 2
+            low, high = (middle, high) if total(middle) <= limit else (low, middle - 1)
+        width = low
+    return "\n".join(p if isinstance(p, str) else decode_text(p.cut(width)) for p in parts)
+
+
+wide_characters = st.sampled_from(["a", "b", " ", "é", "€", "中", "😀"])
+
+
+@settings(max_examples=2000, deadline=None)
+@given(
+    st.lists(
+        st.text(wide_characters, max_size=30).map(lambda text: ("fixed", text))
+        | st.text(wide_characters, max_size=900).map(lambda text: ("shown", text)),
+        max_size=14,
+    ),
+    st.integers(min_value=0, max_value=500),
+)
+def test_the_common_width_is_the_widest_that_fits(spec: list[tuple[str, str]], limit: int) -> None:
+    parts = [text if kind == "fixed" else _Shown.of(text, limit) for kind, text in spec]
+    assert _fit(parts, limit) == fit_by_search(parts, limit)
