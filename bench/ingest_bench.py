@@ -394,45 +394,43 @@ def server_cpu(connection: Any) -> Callable[[], float] | None:
     """A function giving the CPU seconds that the PostgreSQL server process serving
     *connection* has used, when the server runs on this machine (its /proc is readable);
     None for SQLite (its work is this process's) or a server elsewhere."""
-    if connection.vendor != "postgresql":
-        return None
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_backend_pid()")
-        (pid,) = cursor.fetchone()
-    stat = Path(f"/proc/{pid}/stat")
-    ticks = os.sysconf("SC_CLK_TCK")
-
-    def read() -> float:
-        fields = stat.read_text().rpartition(")")[2].split()
-        return (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
-
-    try:
-        read()
-    except (OSError, ValueError, IndexError):
-        return None
-    return read
+    pid = _backend_pid(connection)
+    return None if pid is None else _cpu_of(pid, children=False)
 
 
 def ended_server_cpu(connection: Any) -> Callable[[], float] | None:
     """A function giving the CPU seconds of the PostgreSQL server processes that have
     ended so far (the postmaster counts its children's once it reaps them): with --jobs,
     the servers of the workers' connections, which end with them. None as server_cpu."""
-    serving = server_cpu(connection)
-    if serving is None:
+    pid = _backend_pid(connection)
+    if pid is None:
+        return None
+    try:
+        postmaster = int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return _cpu_of(postmaster, children=True)
+
+
+def _backend_pid(connection: Any) -> int | None:
+    if connection.vendor != "postgresql":
         return None
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_backend_pid()")
         (pid,) = cursor.fetchone()
-    try:
-        postmaster = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[1]
-    except (OSError, IndexError):
-        return None
-    stat = Path(f"/proc/{postmaster}/stat")
+    return pid
+
+
+def _cpu_of(pid: int, *, children: bool) -> Callable[[], float] | None:
+    """A function giving process *pid*'s CPU seconds (utime + stime), or with *children*
+    those of its ended children (cutime + cstime); None when its /proc is not readable."""
+    stat = Path(f"/proc/{pid}/stat")
     ticks = os.sysconf("SC_CLK_TCK")
+    first = 13 if children else 11  # counted from the field after the command's name
 
     def read() -> float:
         fields = stat.read_text().rpartition(")")[2].split()
-        return (int(fields[13]) + int(fields[14])) / ticks  # cutime, cstime
+        return (int(fields[first]) + int(fields[first + 1])) / ticks
 
     try:
         read()
