@@ -40,10 +40,10 @@ __all__ = [
     "TEMP_PREFIX",
 ]
 
-# Every write starts as a file named `.tmp-<random>` in the store's directory and is
-# renamed into place when complete. A process killed mid-write leaves that file behind; it
-# is never a blob (blobs are named `<uuid>.txt` / `<uuid>.json`), so a cleaner may delete
-# old ones (the site's `manage.py blobs gc` does).
+# A write starts as a file named `.tmp-<random>` in the store's directory and is renamed
+# into place when complete (small blobs: see UNNAMED_MAX_BYTES). A process killed mid-write
+# leaves that file behind; it is never a blob (blobs are named `<uuid>.txt` /
+# `<uuid>.json`), so a cleaner may delete old ones (the site's `manage.py blobs gc` does).
 TEMP_PREFIX = ".tmp-"
 # Where the system has them (Linux: O_TMPFILE, linked into place through /proc), a blob of
 # up to this many bytes is written as a file with no name at all, given its name once
@@ -54,6 +54,8 @@ TEMP_PREFIX = ".tmp-"
 UNNAMED_MAX_BYTES = 1 << 20
 _O_TMPFILE = getattr(os, "O_TMPFILE", 0)
 _NO_UNNAMED_FILES = frozenset({errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOSYS})
+# A link through /proc refused (a sandbox, a file system that links no such file).
+_NO_LINKING = frozenset({errno.EPERM, errno.EACCES, errno.EXDEV, errno.EOPNOTSUPP})
 _SUFFIX_OF_KIND: dict[str, str] = {"text": TEXT_SUFFIX, "json": JSON_SUFFIX}
 # An index's name becomes part of a path: a blob id, or a name as plain as one.
 _INDEX_NAME = re.compile(r"[0-9A-Za-z][0-9A-Za-z_-]*")
@@ -62,11 +64,12 @@ _INDEX_NAME = re.compile(r"[0-9A-Za-z][0-9A-Za-z_-]*")
 class FsBlobStore(AsyncTwins):
     """Blobs as files in one directory; async methods for agents, `_sync` twins for the rest.
 
-    Writes go to a temporary file in the same directory and are renamed into place, so a
-    crash never leaves a partial blob under a real name, and concurrent writers (threads or
-    processes) never clash: every blob gets a fresh UUID v7 and its own temporary file.
-    With ``fsync=True`` each blob is flushed to the disk before the rename, which also
-    survives a power loss, at the cost of waiting for the disk.
+    Writes go to a temporary file in the same directory (for a small blob, one without a
+    name) that is renamed (linked) into place, so a crash never leaves a partial blob under
+    a real name, and concurrent writers (threads or processes) never clash: every blob gets
+    a fresh UUID v7 and its own temporary file. With ``fsync=True`` each blob is flushed to
+    the disk before it gets its name, which also survives a power loss, at the cost of
+    waiting for the disk.
 
     A blob of at least ``index_min_bytes`` gets its index (core.store.index) written beside it
     in `.index/` as it is stored, so readers find its lines, entries and keys without
@@ -313,23 +316,34 @@ class FsBlobStore(AsyncTwins):
                 return None
             raise BlobIOError(f"cannot write to {self.root}: {error.strerror}") from None
         try:
+            return self._link_unnamed(fd, path, data)
+        finally:
+            os.close(fd)
+
+    def _link_unnamed(self, fd: int, path: Path, data: bytes) -> bool | None:
+        """_write_unnamed's work once the unnamed file *fd* is open."""
+        try:
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view) :]
             if self.fsync:
                 os.fsync(fd)
+        except OSError as error:
+            raise BlobIOError(f"cannot write blob {path.name}: {error.strerror}") from None
+        try:
             # Given a dir_fd (any: it is ignored for an absolute path), os.link calls
             # linkat, which follows /proc's link to the open file; link() would not.
             os.link(f"/proc/self/fd/{fd}", path, src_dir_fd=fd, follow_symlinks=True)
         except FileExistsError:
             return False
-        except FileNotFoundError:  # no /proc to link it through
-            self._unnamed_files = False
+        except FileNotFoundError:  # the folder went away meanwhile, or there is no /proc
+            self._unnamed_files = os.path.isdir("/proc/self/fd")
             return None
         except OSError as error:
+            if error.errno in _NO_LINKING:
+                self._unnamed_files = False
+                return None
             raise BlobIOError(f"cannot write blob {path.name}: {error.strerror}") from None
-        finally:
-            os.close(fd)
         return True
 
     def _open_temp(self) -> tuple[int, str]:

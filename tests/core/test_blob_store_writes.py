@@ -97,3 +97,33 @@ def test_a_folder_without_unnamed_files_gets_named_ones(tmp_path: Path, monkeypa
     assert len(opens.named) == 2
     assert [store.load_sync(first), store.load_sync(second)] == [Text("one\n"), Text("two\n")]
     assert leftovers(tmp_path) == []
+
+
+@needs_unnamed_files
+@pytest.mark.parametrize(
+    ("refusal", "unnamed_later"),
+    [
+        (errno.EPERM, False),  # a sandbox that refuses links through /proc: never again
+        (errno.EXDEV, False),
+        (errno.ENOENT, True),  # the folder went away meanwhile: this write only
+    ],
+)
+def test_a_refused_link_writes_that_blob_under_a_temporary_name(
+    tmp_path: Path, monkeypatch, refusal: int, unnamed_later: bool
+) -> None:
+    store = FsBlobStore(tmp_path)
+    link = os.link
+
+    def refuse_once(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202 - os.link's
+        monkeypatch.setattr(os, "link", link)
+        raise OSError(refusal, os.strerror(refusal))
+
+    monkeypatch.setattr(os, "link", refuse_once)
+    opens = Opens(monkeypatch)
+    first = store.store_sync(Text("first\n"))
+    second = store.store_sync(Text("second\n"))
+
+    assert opens.unnamed == (2 if unnamed_later else 1)
+    assert len(opens.named) == (1 if unnamed_later else 2)
+    assert [store.load_sync(first), store.load_sync(second)] == [Text("first\n"), Text("second\n")]
+    assert leftovers(tmp_path) == []
