@@ -268,6 +268,8 @@ class FsBlobStore(AsyncTwins):
         ``replace=False`` an existing file is kept (the link fails) and False is returned."""
         if self._unnamed_files and isinstance(data, bytes) and len(data) <= UNNAMED_MAX_BYTES:
             written = self._write_unnamed(path, data)
+            # Written, or kept as it was; to replace a blob, or where this way failed,
+            # the named temporary below.
             if written or (written is False and not replace):
                 return written
         try:
@@ -305,11 +307,7 @@ class FsBlobStore(AsyncTwins):
         it that way (the caller then writes a named temporary file)."""
         flags = _O_TMPFILE | os.O_WRONLY | os.O_CLOEXEC
         try:
-            try:
-                fd = os.open(self.root, flags, 0o600)
-            except FileNotFoundError:
-                self.root.mkdir(parents=True, exist_ok=True)
-                fd = os.open(self.root, flags, 0o600)
+            fd = self._open_in_root(self.root, flags)
         except OSError as error:
             if error.errno in _NO_UNNAMED_FILES:  # not on this file system: never again
                 self._unnamed_files = False
@@ -354,13 +352,18 @@ class FsBlobStore(AsyncTwins):
         for _ in range(100):
             name = f"{self.root}/{TEMP_PREFIX}{secrets.token_hex(6)}"
             try:
-                return os.open(name, flags, 0o600), name
+                return self._open_in_root(name, flags), name
             except FileExistsError:
                 continue
-            except FileNotFoundError:
-                self.root.mkdir(parents=True, exist_ok=True)
-                return os.open(name, flags, 0o600), name
         raise FileExistsError(errno.EEXIST, "no unused temporary name")
+
+    def _open_in_root(self, path: str | Path, flags: int) -> int:
+        """os.open(path, flags, 0o600) in the store's folder, made first when it is missing."""
+        try:
+            return os.open(path, flags, 0o600)
+        except FileNotFoundError:
+            self.root.mkdir(parents=True, exist_ok=True)
+            return os.open(path, flags, 0o600)
 
 
 def _unlinked(path: Path) -> str:
