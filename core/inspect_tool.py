@@ -12,7 +12,7 @@ import contextlib
 import itertools
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from core.agent.policy import DEFAULT_POLICY, Policy
 from core.agent.tools import ToolError
@@ -49,6 +49,7 @@ from core.selectors import (
     Selector,
     SelectorError,
     Slice,
+    Step,
     ValueView,
     apply_steps,
     evaluate,
@@ -203,15 +204,37 @@ def _render_or_raise(
 # -- rendering ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class _Unit:
+# The selector that resumes an output at a unit: only ever written out (in a trailer), so
+# a run of numbered units gives it as text made cheaply (_numbered) rather than a Selector.
+Resume = Selector | str
+
+
+class _Unit(NamedTuple):  # a NamedTuple: made by the hundred for every call
     """A run of output lines that is kept or dropped whole, and the selector that resumes
     the output at it. A single-line unit that alone exceeds the limit is cut."""
 
     lines: list[str]
-    resume: Selector | None
+    resume: Resume | None
     label: str = "line"  # how the note on a cut line names it
     size: int | None = None  # a one-line unit's full size when `lines` holds only its start
+
+
+def _unit_size(unit: _Unit) -> int:
+    """The bytes *unit* takes in the output, its newline included."""
+    lines = unit.lines
+    if unit.size is not None:
+        return 1 + unit.size
+    if len(lines) == 1:
+        return 1 + utf8_size(lines[0])
+    return sum(1 + utf8_size(line) for line in lines)
+
+
+def _numbered(
+    prefix: Selector, step: Callable[[int], Step], numbers: Iterable[int]
+) -> Iterator[str]:
+    """The text of `prefix | step(n)` for each of *numbers*, the prefix written once."""
+    head = f"{prefix} | " if prefix else ""
+    return (head + str(step(n)) for n in numbers)
 
 
 def render_inspect(
@@ -521,7 +544,7 @@ def _indent(text: str) -> list[str]:
 # The same units as above, made only as far as the cap can reach: each is a resume
 # selector (known from the index alone) and a loader that reads the unit's content.
 
-Pending = tuple[Selector | None, Callable[[], _Unit]]
+Pending = tuple[Resume | None, Callable[[], _Unit]]
 
 
 def _render_indexed(
@@ -549,7 +572,8 @@ def _render_indexed(
             pending = _loaded(units)
         name = "" if len(selector.steps) == 1 else f"{selector} → "
         header, more = f"{ref} {name}{description}", None
-    return _bounded(_cap(header, _enough(pending, limit), more, limit), limit)
+    units, sizes = _enough(pending, limit)
+    return _bounded(_cap(header, units, more, limit, sizes), limit)
 
 
 def _loaded(units: Iterable[_Unit]) -> Iterator[Pending]:
@@ -557,30 +581,30 @@ def _loaded(units: Iterable[_Unit]) -> Iterator[Pending]:
         yield unit.resume, lambda unit=unit: unit
 
 
-def _enough(pending: Iterable[Pending], limit: int) -> list[_Unit]:
-    """The units _cap can reach: loaded until their lines alone pass *limit*, then the
-    next unit that names a resume selector, as a stand-in without content (_cap only
-    reads its selector, for the trailer)."""
+def _enough(pending: Iterable[Pending], limit: int) -> tuple[list[_Unit], list[int]]:
+    """The units _cap can reach, and their sizes: loaded until their lines alone pass
+    *limit*, then the next unit that names a resume selector, as a stand-in without
+    content (_cap only reads its selector, for the trailer)."""
     units: list[_Unit] = []
-    size = 0
+    sizes: list[int] = []
+    total = 0
     for resume, load in pending:
-        if size > limit and resume is not None:
+        if total > limit and resume is not None:
             units.append(_Unit([], resume))
+            sizes.append(0)
             break
         unit = load()
         units.append(unit)
-        if unit.size is not None:
-            size += 1 + unit.size
-        else:
-            size += sum(1 + utf8_size(line) for line in unit.lines)
-    return units
+        sizes.append(size := _unit_size(unit))
+        total += size
+    return units, sizes
 
 
-def _line_unit(line: IndexedLine, resume: Selector) -> _Unit:
+def _line_unit(line: IndexedLine, resume: Resume) -> _Unit:
     return _Unit([line.text], resume, size=line.size if line.cut else None)
 
 
-def _entry_unit(shown: Shown, resume: Selector | None, label: str = "entry") -> _Unit:
+def _entry_unit(shown: Shown, resume: Resume | None, label: str = "entry") -> _Unit:
     return _Unit([shown.text], resume, label, size=shown.size if shown.cut else None)
 
 
@@ -594,9 +618,9 @@ def _indexed_overview(
         header = f"{ref} text | {total} lines | {index.size} bytes"
         shown = min(head, total)
         lines = index.iter_lines(1, shown, max_line_bytes=limit, expected_bytes=limit + 256)
+        resumes = _numbered(Selector(), lambda n: Lines(n, shown), range(1, shown + 1))
         pending = [
-            (resume, lambda resume=resume: _line_unit(next(lines), resume))
-            for resume in (Selector((Lines(n, shown),)) for n in range(1, shown + 1))
+            (resume, lambda resume=resume: _line_unit(next(lines), resume)) for resume in resumes
         ]
         more = None
         if total > shown:
@@ -626,8 +650,8 @@ def _indexed_overview(
         if count:
             head_resume = Selector((Slice(0, shown),))
             pending.append((head_resume, lambda: _Unit(["── head ──"], head_resume)))
-        for i, (start, end) in enumerate(spans):
-            resume = Selector((Slice(i, shown),))
+        resumes = _numbered(Selector(), lambda i: Slice(i, shown), range(len(spans)))
+        for (start, end), resume in zip(spans, resumes, strict=True):
             pending.append(
                 (
                     resume,
@@ -651,12 +675,11 @@ def _key_line_units(
     """Key lines start..stop-1, each resuming with `keys:` after *prefix*."""
     names = index.key_names(table, start, stop)
 
-    def load(resume: Selector) -> _Unit:
+    def load(resume: str) -> _Unit:
         name, node = next(names)
         return _Unit([key_line(name, node.shape)], resume, "key line")
 
-    for number in range(start, stop):
-        resume = prefix.then(Keys(number, end))
+    for resume in _numbered(prefix, lambda n: Keys(n, end), range(start, stop)):
         yield resume, lambda resume=resume: load(resume)
 
 
@@ -675,7 +698,9 @@ def _indexed_selected(
         lines = index.iter_lines(
             state.first, state.last, max_line_bytes=limit, expected_bytes=limit + 256
         )
-        resumes = (prefix.then(Lines(n, last.end)) for n in range(state.first, state.last + 1))
+        resumes = _numbered(
+            prefix, lambda n: Lines(n, last.end), range(state.first, state.last + 1)
+        )
         description = f"lines {state.first}-{state.last} of {state.total}"
         return description, (
             (resume, lambda resume=resume: _line_unit(next(lines), resume)) for resume in resumes
@@ -692,11 +717,11 @@ def _indexed_selected(
         end = last.end + int(last.inclusive) if last.end is not None else None
         spans = index.spans(table, state.start, state.stop)
 
-        def entry(resume: Selector) -> _Unit:
+        def entry(resume: str) -> _Unit:
             start, stop = next(spans)
             return _entry_unit(index.compact(start, stop, limit), resume)
 
-        resumes = (prefix.then(Slice(n, end)) for n in range(state.start, state.stop))
+        resumes = _numbered(prefix, lambda n: Slice(n, end), range(state.start, state.stop))
         description = f"slice {state.start}..{state.stop} of {state.total} entries"
         return description, ((r, lambda r=r: entry(r)) for r in resumes)
     assert isinstance(last, Key)
@@ -746,28 +771,31 @@ def _indexed_json_units(
     yield None, lambda: _Unit([closing], None)
 
 
-def _cap(header: str, units: list[_Unit], more: str | None, limit: int) -> str:
-    """Join header and units, stopping at the last whole unit that fits in *limit* bytes.
+def _cap(
+    header: str, units: list[_Unit], more: str | None, limit: int, sizes: list[int] | None = None
+) -> str:
+    """Join header and units, stopping at the last whole unit that fits in *limit* bytes
+    (*sizes*: the units' sizes, when known already).
 
     While adding a unit, room is kept for whatever must follow it: the `more` line after
     the last unit, else the trailer that would resume at the next unit.
     """
+    if sizes is None:
+        sizes = [_unit_size(unit) for unit in units]
     out = [header]
     size = utf8_size(header)
+    last = len(units) - 1
     for index, unit in enumerate(units):
-        unit_size = sum(1 + utf8_size(line) for line in unit.lines)
-        if unit.size is not None:
-            unit_size = 1 + unit.size
-        if index + 1 < len(units):
-            resume = units[index + 1].resume
-            reserve = 1 + utf8_size(_trailer(resume)) if resume else 0
+        unit_size = sizes[index]
+        if index < last:
+            reserve = _trailer_size(units[index + 1].resume)
         else:
             reserve = 1 + utf8_size(more) if more else 0
         if size + unit_size + reserve <= limit:
             out += unit.lines
             size += unit_size
             continue
-        if index + 1 == len(units) and size + unit_size <= limit:
+        if index == last and size + unit_size <= limit:
             out += unit.lines  # the whole content fits without the hint line
             return "\n".join(out)
         if len(out) == 1:  # nothing of the body fits whole: show its start
@@ -784,7 +812,7 @@ def _cut_unit(unit: _Unit, rest: list[_Unit], room: int, more: str | None = None
     """The part of a too-big first unit that fits in *room* bytes, and where to go on."""
     if len(unit.lines) > 1:
         resume = unit.resume  # resuming at it drills into the entry, rendered differently
-        reserve = 1 + utf8_size(_trailer(resume)) if resume else 0
+        reserve = _trailer_size(resume)
         shown: list[str] = []
         for line in unit.lines:
             if (needed := 1 + utf8_size(line)) + reserve > room:
@@ -825,8 +853,18 @@ def _bounded(result: str, limit: int) -> str:
     return "\n".join([*out, note])
 
 
-def _trailer(selector: Selector) -> str:
-    return f"{ELLIPSIS} truncated — continue with {selector}"
+_TRAILER = f"{ELLIPSIS} truncated — continue with "
+_TRAILER_SIZE = utf8_size(_TRAILER)
+
+
+def _trailer(resume: Resume) -> str:
+    return f"{_TRAILER}{resume}"
+
+
+def _trailer_size(resume: Resume | None) -> int:
+    """The bytes the trailer that resumes at *resume* takes, its newline included (0
+    without one)."""
+    return 1 + _TRAILER_SIZE + utf8_size(str(resume)) if resume else 0
 
 
 @dataclass(frozen=True, slots=True)
