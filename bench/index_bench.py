@@ -8,10 +8,14 @@ of ~100-byte entries and a JSON object with one key per ~100 bytes, as the store
 them (compact); their indexes are made the way an old blob's are, on first use, and that
 time is printed too. Then, for each blob: `lines:`, `slice:`, `key:`, `keys:` deep inside
 and the overview, through core's `inspect` and through `/api/inspect` (Django's test
-client, in a second process). Times are the best of 5 warm calls (the first, cold call is
-printed beside). Goals: every call <= 1% of one plain read, and warm calls under 20 ms on
-1 GB; for /api/inspect, the time above its cheapest request (a 404, which costs the same
-session check and routing) is judged, and the whole time is printed beside. `--gb` makes
+client, in a second process). Times are the best of 20 warm calls (the first, cold call is
+printed beside). Goals (issue 9): `lines:`, `slice:`, `key:` and `keys:` deep inside <= 1%
+of one plain read, and warm calls under 20 ms on 1 GB. The overview returns a full page
+(the inspect cap, ~8,000 bytes: 340 key lines of the object) whatever the blob's size, so
+its cost is that of its output, not of the blob: it is judged by the 20 ms alone, at every
+size, its ratio printed beside. For /api/inspect, the time above its cheapest request (a
+404, which costs the same session check and routing) is judged, and the whole time is
+printed beside. `--gb` makes
 the blobs 1 GB each (several minutes, ~3 GB of disk); never in tests. The scratch folder
 is removed at exit.
 """
@@ -39,8 +43,8 @@ from core.store import BlobStore, open_store  # noqa: E402
 from core.store.index import open_index  # noqa: E402
 
 RATIO_GOAL = 0.01
-WARM_GOAL_1GB = 0.020
-CALLS = 5
+WARM_GOAL = 0.020
+CALLS = 20
 
 
 def text_chunks(size: int) -> tuple[int, Iterator[bytes]]:
@@ -168,7 +172,10 @@ def report(
         ratio = warm / reads[kind]
         net = max(warm - request, 0.0)
         net_ratio = net / reads[kind]
-        ok = net_ratio <= RATIO_GOAL and (not gb or net < WARM_GOAL_1GB)
+        if name == "overview":  # a full page, whatever the blob's size (see above)
+            ok = net < WARM_GOAL
+        else:
+            ok = net_ratio <= RATIO_GOAL and (not gb or net < WARM_GOAL)
         verdict = "ok" if ok else "MISSES GOAL"
         line = (
             f"{kind:7} {name:28} {cold * 1000:7.2f}ms {warm * 1000:7.2f}ms "
