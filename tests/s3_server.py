@@ -190,6 +190,7 @@ class SeaweedServer:
         self._grpc_ports = [master_grpc, volume_grpc, filer_grpc, s3_grpc]
         command = [
             str(weed_binary()),
+            f"-logdir={self.folder}",  # its own log files, else left in /tmp after every run
             "server",
             f"-dir={data}",
             "-ip=127.0.0.1",
