@@ -205,7 +205,7 @@ def _render_or_raise(
 
 
 # The selector that resumes an output at a unit: only ever written out (in a trailer), so
-# a run of numbered units gives it as text made cheaply (_numbered) rather than a Selector.
+# a run of numbered units gives it as text made cheaply (_resumes) rather than a Selector.
 Resume = Selector | str
 
 
@@ -229,12 +229,11 @@ def _unit_size(unit: _Unit) -> int:
     return sum(1 + utf8_size(line) for line in lines)
 
 
-def _numbered(
-    prefix: Selector, step: Callable[[int], Step], numbers: Iterable[int]
-) -> Iterator[str]:
-    """The text of `prefix | step(n)` for each of *numbers*, the prefix written once."""
+def _resumes(prefix: Selector, step: Callable[[int], Step]) -> Callable[[int], str]:
+    """The resume selector of numbered unit n, `prefix | step(n)`, as text: the prefix is
+    written once for the whole run."""
     head = f"{prefix} | " if prefix else ""
-    return (head + str(step(n)) for n in numbers)
+    return lambda n: head + str(step(n))
 
 
 def render_inspect(
@@ -262,7 +261,8 @@ def _overview(ref: str, content: Content, policy: Policy) -> tuple[str, list[_Un
         assert isinstance(view, LinesView)
         header = f"{ref} text | {view.total} lines | {utf8_size(text)} bytes"
         shown = min(head, view.total)
-        units = [_Unit([line], Selector((Lines(n, shown),))) for n, line in view.numbered(1, shown)]
+        resume = _resumes(Selector(), lambda n: Lines(n, shown))
+        units = [_Unit([line], resume(n)) for n, line in view.numbered(1, shown)]
         more = None
         if view.total > shown:
             more = f"{ELLIPSIS} {view.total - shown} more lines — continue with " + str(
@@ -279,9 +279,10 @@ def _overview(ref: str, content: Content, policy: Policy) -> tuple[str, list[_Un
             _Unit(["── schema ──", schema_line(value[0], 1 << 20) if value else "(empty)"], None)
         ]
         if value:
-            units.append(_Unit(["── head ──"], Selector((Slice(0, shown),))))
+            resume = _resumes(Selector(), lambda i: Slice(i, shown))
+            units.append(_Unit(["── head ──"], resume(0)))
             units += [
-                _Unit([dumps_compact(item)], Selector((Slice(i, shown),)), "entry")
+                _Unit([dumps_compact(item)], resume(i), "entry")
                 for i, item in enumerate(value[:shown])
             ]
         more = None
@@ -294,10 +295,8 @@ def _overview(ref: str, content: Content, policy: Policy) -> tuple[str, list[_Un
         header = f"{ref} json_object | {len(value)} keys | {size} bytes"
         units = [_Unit(["── keys ──"], None)]
         # A cut list of key lines goes on with the next key lines, not one key's value.
-        units += [
-            _Unit([line], Selector((Keys(i, None),)), "key line")
-            for i, line in enumerate(key_lines(value))
-        ]
+        resume = _resumes(Selector(), lambda i: Keys(i, None))
+        units += [_Unit([line], resume(i), "key line") for i, line in enumerate(key_lines(value))]
         return header, units, None
     header = f"{ref} json_{json_type(value)} | {size} bytes"
     return header, [_Unit([dumps_compact(value)], None, "value")], None
@@ -310,18 +309,17 @@ def _selected(view: Any, selector: Selector) -> tuple[str, list[_Unit]]:
     if isinstance(view, LinesView):
         assert isinstance(last, Lines)
         description = f"lines {view.first}-{view.last} of {view.total}"
-        return description, [
-            _Unit([line], prefix.then(Lines(n, last.end))) for n, line in view.numbered()
-        ]
+        resume = _resumes(prefix, lambda n: Lines(n, last.end))
+        return description, [_Unit([line], resume(n)) for n, line in view.numbered()]
     if isinstance(view, GrepView):
         return _grep_description(view), _grep_units(view, selector)
     if isinstance(view, KeysView):
         assert isinstance(last, Keys)
         description = f"keys {view.start}..{view.start + len(view.keys)} of {view.total} keys"
         end = last.end + int(last.inclusive) if last.end is not None else None
+        resume = _resumes(prefix, lambda n: Keys(n, end))
         return description, [
-            _Unit([line], prefix.then(Keys(view.start + i, end)), "key line")
-            for i, line in enumerate(view.lines())
+            _Unit([line], resume(view.start + i), "key line") for i, line in enumerate(view.lines())
         ]
     assert isinstance(view, ValueView)
     if isinstance(last, Slice):
@@ -329,8 +327,9 @@ def _selected(view: Any, selector: Selector) -> tuple[str, list[_Unit]]:
         stop = start + len(view.value)
         description = f"slice {start}..{stop} of {view.total} entries"
         end = last.end + int(last.inclusive) if last.end is not None else None
+        resume = _resumes(prefix, lambda n: Slice(n, end))
         return description, [
-            _Unit([dumps_compact(item)], prefix.then(Slice(start + i, end)), "entry")
+            _Unit([dumps_compact(item)], resume(start + i), "entry")
             for i, item in enumerate(view.value)
         ]
     assert isinstance(last, Key)
@@ -340,9 +339,8 @@ def _selected(view: Any, selector: Selector) -> tuple[str, list[_Unit]]:
         lines_view = evaluate(Selector((Lines(1, None),)), Text(value)) if value else None
         units = []
         if isinstance(lines_view, LinesView):
-            units = [
-                _Unit([line], selector.then(Lines(n, None))) for n, line in lines_view.numbered()
-            ]
+            resume = _resumes(selector, lambda n: Lines(n, None))
+            units = [_Unit([line], resume(n)) for n, line in lines_view.numbered()]
         return description, units
     return description, _json_units(value, selector)
 
@@ -618,9 +616,9 @@ def _indexed_overview(
         header = f"{ref} text | {total} lines | {index.size} bytes"
         shown = min(head, total)
         lines = index.iter_lines(1, shown, max_line_bytes=limit, expected_bytes=limit + 256)
-        resumes = _numbered(Selector(), lambda n: Lines(n, shown), range(1, shown + 1))
+        resume = _resumes(Selector(), lambda n: Lines(n, shown))
         pending = [
-            (resume, lambda resume=resume: _line_unit(next(lines), resume)) for resume in resumes
+            (r, lambda r=r: _line_unit(next(lines), r)) for r in map(resume, range(1, shown + 1))
         ]
         more = None
         if total > shown:
@@ -647,16 +645,14 @@ def _indexed_overview(
             return _Unit(["── schema ──", schema_line(first, 1 << 20)], None)
 
         pending: list[Pending] = [(None, schema)]
+        resume = _resumes(Selector(), lambda i: Slice(i, shown))
         if count:
-            head_resume = Selector((Slice(0, shown),))
+            head_resume = resume(0)
             pending.append((head_resume, lambda: _Unit(["── head ──"], head_resume)))
-        resumes = _numbered(Selector(), lambda i: Slice(i, shown), range(len(spans)))
-        for (start, end), resume in zip(spans, resumes, strict=True):
+        for i, (start, end) in enumerate(spans):
+            r = resume(i)
             pending.append(
-                (
-                    resume,
-                    lambda r=resume, s=start, e=end: _entry_unit(index.compact(s, e, limit), r),
-                )
+                (r, lambda r=r, s=start, e=end: _entry_unit(index.compact(s, e, limit), r))
             )
         more = None
         if count > shown:
@@ -679,7 +675,7 @@ def _key_line_units(
         name, node = next(names)
         return _Unit([key_line(name, node.shape)], resume, "key line")
 
-    for resume in _numbered(prefix, lambda n: Keys(n, end), range(start, stop)):
+    for resume in map(_resumes(prefix, lambda n: Keys(n, end)), range(start, stop)):
         yield resume, lambda resume=resume: load(resume)
 
 
@@ -698,8 +694,8 @@ def _indexed_selected(
         lines = index.iter_lines(
             state.first, state.last, max_line_bytes=limit, expected_bytes=limit + 256
         )
-        resumes = _numbered(
-            prefix, lambda n: Lines(n, last.end), range(state.first, state.last + 1)
+        resumes = map(
+            _resumes(prefix, lambda n: Lines(n, last.end)), range(state.first, state.last + 1)
         )
         description = f"lines {state.first}-{state.last} of {state.total}"
         return description, (
@@ -721,7 +717,7 @@ def _indexed_selected(
             start, stop = next(spans)
             return _entry_unit(index.compact(start, stop, limit), resume)
 
-        resumes = _numbered(prefix, lambda n: Slice(n, end), range(state.start, state.stop))
+        resumes = map(_resumes(prefix, lambda n: Slice(n, end)), range(state.start, state.stop))
         description = f"slice {state.start}..{state.stop} of {state.total} entries"
         return description, ((r, lambda r=r: entry(r)) for r in resumes)
     assert isinstance(last, Key)
