@@ -15,7 +15,7 @@ from blobviewer.ingest import ingest_file
 from blobviewer.models import Item, Session
 from blobviewer.steps import StepFilter
 from blobviewer.timeline import Timeline
-from importers.recordings import CLAUDE_CODE, CLAUDE_SESSION, require_fixtures
+from importers.recordings import CLAUDE_CODE, CLAUDE_SESSION
 from web.timeline_records import (
     ingest_out_of_order,
     record,
@@ -268,7 +268,6 @@ def test_a_long_system_prompt_is_folded_and_opens_with_one_click(page, live_serv
 
 @pytest.fixture
 def claude_code_session(data_dir, transactional_db) -> Session:
-    require_fixtures()
     ingest_file(Path(CLAUDE_CODE), store=blob_store())
     return Session.objects.get(id=CLAUDE_SESSION)
 

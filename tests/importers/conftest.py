@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from importers.recordings import require_fixtures
+from importers.recordings import FIXTURES
 
 
 @pytest.fixture(scope="session")
 def fixtures_dir() -> Path:
-    return require_fixtures()
+    return FIXTURES

@@ -1,30 +1,15 @@
-"""The real recordings in shared/fixtures/real, and writers for hand-made samples."""
+"""The real recordings in tests/fixtures/real (sources and licences in its README), and
+writers for hand-made samples."""
 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
-# Real recordings from other agents. CI lays shared/ beside the clone; elsewhere, point
-# BLOBVIEWER_FIXTURES at the folder that holds them.
-FIXTURES = Path(
-    os.environ.get(
-        "BLOBVIEWER_FIXTURES",
-        Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "real",
-    )
-)
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "real"
 CLAUDE_CODE = FIXTURES / "a7da6a22-facc-4fcd-8bab-f83c87862004.jsonl"
 MINI_SWE_AGENT = FIXTURES / "django__django-12708.traj.json"
 SWE_AGENT_CLASSIC = FIXTURES / "pydicom__pydicom-1458.traj"
-
-
-def require_fixtures() -> Path:
-    assert FIXTURES.is_dir(), (
-        f"the real recordings are missing: {FIXTURES} (set BLOBVIEWER_FIXTURES to the "
-        "folder shared/fixtures/real)"
-    )
-    return FIXTURES
 
 
 def write_json(path: Path, value: object) -> Path:

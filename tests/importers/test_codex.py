@@ -1,4 +1,4 @@
-"""Codex CLI rollouts: the real run and the small cases in shared/fixtures/real/codex, and
+"""Codex CLI rollouts: the real run and the small cases in tests/fixtures/real/codex, and
 hand-written edge cases (the legacy layout, torn and damaged lines, a grown rollout).
 
 Counts are computed from the raw file here, beside what the fixtures' README states."""

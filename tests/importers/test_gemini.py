@@ -1,4 +1,4 @@
-"""Gemini CLI sessions: the real session and the small cases in shared/fixtures/real/gemini
+"""Gemini CLI sessions: the real session and the small cases in tests/fixtures/real/gemini
 (a whole JSON document and the JSON Lines variant), and hand-written edge cases (messages
 appended again as they change, metadata updates, rewinds, torn and damaged lines, a
 session rewritten whole as it grows).

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from blobviewer.importers import claude_code
 from blobviewer.importers.recording import canonical_digest, load_json, load_json_record
-from importers.recordings import CLAUDE_CODE, FIXTURES, require_fixtures
+from importers.recordings import CLAUDE_CODE, FIXTURES
 
 
 def same(a: object, b: object) -> bool:
@@ -99,7 +99,6 @@ def test_it_reads_any_json_text_as_json_does(value, ascii_only):
 
 
 def test_a_real_recording_reads_to_the_same_items_and_digests_as_with_json(monkeypatch):
-    require_fixtures()
     data = CLAUDE_CODE.read_bytes()
     ours = claude_code.load(CLAUDE_CODE, data)
     monkeypatch.setattr(claude_code, "load_json_record", lambda raw: (json.loads(raw), False))
@@ -111,7 +110,6 @@ def test_a_real_recording_reads_to_the_same_items_and_digests_as_with_json(monke
 
 
 def test_every_line_of_the_real_recordings_reads_as_json_does():
-    require_fixtures()
     paths = [p for p in sorted(Path(FIXTURES).rglob("*.json*")) if p.is_file()]
     lines = [line for p in paths for line in p.read_bytes().split(b"\n") if line.strip()]
     for line in lines:
@@ -185,7 +183,6 @@ def test_a_digest_is_json_s_where_orjson_writes_otherwise(value):
 
 
 def test_every_record_of_the_real_recordings_digests_as_with_json():
-    require_fixtures()
     paths = [p for p in sorted(Path(FIXTURES).rglob("*.json*")) if p.is_file()]
     read = [outcome(load_json, line) for p in paths for line in p.read_bytes().split(b"\n")]
     values = [value for kind, value in read if kind == "value"]

@@ -18,8 +18,7 @@ from typing import Any
 from blobviewer.importers import load_recording
 
 ROOT = Path(__file__).resolve().parents[2]
-# BLOBVIEWER_FIXTURES names the folder of the real recordings, as for the importer tests.
-REAL = Path(os.environ.get("BLOBVIEWER_FIXTURES") or ROOT.parent / "shared" / "fixtures" / "real")
+REAL = ROOT / "tests" / "fixtures" / "real"
 # The test run's settings must not reach the command: it finds its own database.
 LEAKY = ("DATABASE_URL", "DJANGO_", "BLOBVIEWER_", "DEBUG", "SECRET_KEY", "WATCHFILES_")
 # Only to give up on a process that hangs, instead of hanging the run: a first start

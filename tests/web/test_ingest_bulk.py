@@ -29,7 +29,7 @@ from blobviewer.ingest import ingest_file
 from blobviewer.models import Blob, BlobRef, Item, Session
 from blobviewer.provenance import made_blob
 from core.store import FsBlobStore
-from importers.recordings import CLAUDE_CODE, FIXTURES, require_fixtures
+from importers.recordings import CLAUDE_CODE, FIXTURES
 from web.records import header, tool_result_item, user_item
 
 pytestmark = pytest.mark.django_db
@@ -304,7 +304,6 @@ JSON_LINES_RECORDINGS = [
 
 @pytest.mark.parametrize("source", JSON_LINES_RECORDINGS, ids=lambda p: p.name)
 def test_a_first_ingest_works_out_what_reading_its_rows_back_would(source, data_dir, tmp_path):
-    require_fixtures()
     half, whole = halves(source, tmp_path)
     ingest(whole)  # every item at once: the facts come from the items
     session_id = Session.objects.get().id

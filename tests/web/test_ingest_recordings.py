@@ -43,7 +43,6 @@ def blob_files(data_dir: Path) -> list[str]:
 @pytest.fixture
 def recordings(tmp_path: Path) -> Path:
     """The real fixtures, copied (they are read-only and must not be edited)."""
-    require_fixtures()
     folder = tmp_path / "recordings"
     folder.mkdir()
     for fixture in FIXTURES:

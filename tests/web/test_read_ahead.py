@@ -31,7 +31,7 @@ from blobviewer.ingest import IngestResult, PromotedAhead, ingest_recordings
 from blobviewer.models import Blob, BlobRef, Item, Session
 from blobviewer.read_ahead import RecordingReader
 from core.store import FsBlobStore
-from importers.recordings import FIXTURES, require_fixtures
+from importers.recordings import FIXTURES
 from web.records import header, tool_result_item, user_item
 
 pytestmark = pytest.mark.django_db
@@ -44,7 +44,6 @@ BLOB_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{
 @pytest.fixture
 def recordings(tmp_path: Path) -> Path:
     """Every real recording that is a file, copied into one folder."""
-    require_fixtures()
     folder = tmp_path / "recordings"
     folder.mkdir()
     for path in sorted(FIXTURES.rglob("*")):
@@ -160,7 +159,6 @@ def test_a_damaged_file_read_ahead_is_reported_as_when_read_here(
 
 
 def test_runs_it_cannot_send_back_are_read_here(tmp_path: Path, store: Any) -> None:
-    require_fixtures()
     output = FIXTURES / "openhands" / "multi_swe_bench_output.jsonl"
     damaged = tmp_path / "output.jsonl"
     damaged.write_bytes(output.read_bytes() + b"{oops\n")
@@ -356,7 +354,6 @@ def test_the_worker_promotes_only_while_it_is_ahead(
     tmp_path: Path, store: FsBlobStore, promoted_log: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(read_ahead, "PROMOTE_LEAD", 2)
-    require_fixtures()
     claude = (FIXTURES / f"{CLAUDE_SESSIONS[0]}.jsonl").read_text()
     paths = [tmp_path / f"{number}.jsonl" for number in range(4)]
     for path in paths:  # sessions of their own, each with outputs to promote
@@ -411,7 +408,6 @@ def test_a_conflict_tried_again_stores_anew_what_it_took_from_ahead(
 def session_copies(tmp_path: Path, count: int) -> list[Path]:
     """*count* copies of a Claude Code recording with outputs to promote, each a session
     of its own."""
-    require_fixtures()
     claude = (FIXTURES / f"{CLAUDE_SESSIONS[0]}.jsonl").read_text()
     paths = [tmp_path / f"{number}.jsonl" for number in range(count)]
     for path in paths:

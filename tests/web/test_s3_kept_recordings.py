@@ -22,7 +22,7 @@ from blobviewer.models import Item, Session
 from blobviewer.retention import prune
 from blobviewer.session_logs import kept_recordings
 from core.store.s3 import S3Objects
-from importers.recordings import CLAUDE_CODE, FIXTURES, require_fixtures
+from importers.recordings import CLAUDE_CODE, FIXTURES
 
 pytestmark = pytest.mark.django_db
 
@@ -88,7 +88,6 @@ def make_outdated(monkeypatch: pytest.MonkeyPatch, module: Any, session_ids: lis
 def test_ingest_keeps_the_recording_and_a_rebuild_on_another_host_rederives_it(
     tmp_path, store, s3_site, settings, monkeypatch
 ) -> None:
-    require_fixtures()
     recording = tmp_path / "host-a" / CLAUDE_CODE.name
     recording.parent.mkdir()
     shutil.copyfile(CLAUDE_CODE, recording)
@@ -123,7 +122,6 @@ def test_ingest_keeps_the_recording_and_a_rebuild_on_another_host_rederives_it(
 def test_each_run_of_an_evaluation_output_keeps_only_its_own_line(
     tmp_path, store, s3_site, settings, monkeypatch
 ) -> None:
-    require_fixtures()
     recording = tmp_path / EVALUATION.name
     shutil.copyfile(EVALUATION, recording)
     ingest(recording)
@@ -153,7 +151,6 @@ def test_each_run_of_an_evaluation_output_keeps_only_its_own_line(
 def test_a_conversation_folder_is_kept_as_a_tar_and_rebuilt_from_it(
     tmp_path, store, s3_site, settings, monkeypatch
 ) -> None:
-    require_fixtures()
     folder = tmp_path / CONVERSATION.name
     shutil.copytree(CONVERSATION, folder)
     (folder / "events" / "secret").symlink_to("/etc/hostname")  # never followed
@@ -190,7 +187,6 @@ def test_a_conversation_folder_is_kept_as_a_tar_and_rebuilt_from_it(
 def test_an_unchanged_recording_is_not_written_again_and_an_older_copy_never_replaces_it(
     tmp_path, store, s3_site
 ) -> None:
-    require_fixtures()
     lines = CLAUDE_CODE.read_bytes().splitlines(keepends=True)
     recording = tmp_path / CLAUDE_CODE.name
     recording.write_bytes(b"".join(lines[: len(lines) // 2]))  # the run half way
@@ -218,7 +214,6 @@ def test_an_unchanged_recording_is_not_written_again_and_an_older_copy_never_rep
 def test_a_rebuild_with_neither_the_file_nor_a_copy_says_the_recording_is_gone(
     tmp_path, store, s3_site, settings, monkeypatch
 ) -> None:
-    require_fixtures()
     recording = tmp_path / CLAUDE_CODE.name
     shutil.copyfile(CLAUDE_CODE, recording)
     ingest(recording)
@@ -275,7 +270,6 @@ def test_an_uploaded_session_rebuilds_from_the_log_the_upload_kept(
 
 
 def test_the_file_store_keeps_no_copies(tmp_path, data_dir, settings) -> None:
-    require_fixtures()
     assert not settings.BLOBVIEWER_BLOBS
     recording = tmp_path / CLAUDE_CODE.name
     shutil.copyfile(CLAUDE_CODE, recording)
@@ -286,7 +280,6 @@ def test_the_file_store_keeps_no_copies(tmp_path, data_dir, settings) -> None:
 
 
 def test_prune_deletes_the_kept_recording_with_its_session(tmp_path, store, s3_site) -> None:
-    require_fixtures()
     recording = tmp_path / CLAUDE_CODE.name
     shutil.copyfile(CLAUDE_CODE, recording)
     ingest(recording)

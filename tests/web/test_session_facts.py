@@ -42,7 +42,6 @@ def ingest(*paths: Path) -> str:
 
 
 def copied(fixture: Path, tmp_path: Path) -> Path:
-    require_fixtures()
     path = tmp_path / fixture.name
     shutil.copyfile(fixture, path)
     return path
