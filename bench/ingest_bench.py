@@ -22,7 +22,7 @@ item and blob text, which ingest runs after each session's transaction, is timed
 printed in MB/s beside it (and in MB per CPU-second, server included); the time given
 as "all" includes it. A phase split says where
 the ingest time went: reading and parsing the recordings (in this process: the command
-reads the next files ahead in a worker meanwhile, see blobviewer.read_ahead, which also
+reads the next files ahead in a worker meanwhile, see blobviewer.ingest.read_ahead, which also
 promotes the outputs of the next files while it is ahead of the command), promotion
 (summaries included), writing blob files (with whatever core writes beside them), and the
 database.
@@ -88,7 +88,7 @@ class Recording:
 
 def readable_recordings(fixtures: Path) -> list[Recording]:
     """The recordings under *fixtures* that some importer reads (others are passed over)."""
-    from blobviewer.importers import (
+    from blobviewer.ingest.importers import (
         OUR_FORMAT,
         RecordingError,
         UnknownFormat,
@@ -198,7 +198,7 @@ def replicate(recordings: list[Recording], items: int, folder: Path) -> tuple[in
 
 def check_distinct(recordings: list[Recording]) -> None:
     """Two copies of each recording are two sessions (else the bench measures nothing)."""
-    from blobviewer.importers import OUR_FORMAT, load_sniffed, sniff
+    from blobviewer.ingest.importers import OUR_FORMAT, load_sniffed, sniff
     from core.agent.session_log import parse_session_log
 
     for recording in recordings:
@@ -294,7 +294,7 @@ def child(folder: Path, data: Path, profile: bool, jobs_given: int | None) -> No
     from django.core.management import CommandError, call_command
     from django.db import connection
 
-    import blobviewer.ingest
+    import blobviewer.ingest.sessions
     import core.promotion
     from core.store import FsBlobStore
 
@@ -311,19 +311,19 @@ def child(folder: Path, data: Path, profile: bool, jobs_given: int | None) -> No
     # Search indexing is measured apart, after the ingest (which skips it here; its worker
     # processes, if any, are forked with this), so that nothing the command does while
     # indexing (reading ahead) counts as free; the rest is the ingest proper, in phases.
-    index_session = blobviewer.ingest.index_session
-    blobviewer.ingest.index_session = lambda *args, **kwargs: None
-    timers.wrap(blobviewer.ingest, "open_recording", "read")
-    timers.wrap(blobviewer.ingest, "parse_session_log", "read")
-    timers.wrap(blobviewer.ingest, "promote", "promote")
-    timers.wrap(blobviewer.ingest, "index_blobs", "blob facts and rows")
-    timers.wrap(blobviewer.ingest, "summarize", "promote")
+    index_session = blobviewer.ingest.sessions.index_session
+    blobviewer.ingest.sessions.index_session = lambda *args, **kwargs: None
+    timers.wrap(blobviewer.ingest.sessions, "open_recording", "read")
+    timers.wrap(blobviewer.ingest.sessions, "parse_session_log", "read")
+    timers.wrap(blobviewer.ingest.sessions, "promote", "promote")
+    timers.wrap(blobviewer.ingest.sessions, "index_blobs", "blob facts and rows")
+    timers.wrap(blobviewer.ingest.sessions, "summarize", "promote")
     timers.wrap(core.promotion, "summarize", "promote")
     timers.wrap(FsBlobStore, "store_sync", "blob files")
     timers.wrap(FsBlobStore, "discard_sync", "blob files")
-    import blobviewer.read_ahead
+    import blobviewer.ingest.read_ahead
 
-    timers.wrap(blobviewer.read_ahead.RecordingReader, "take", "taking from the reader")
+    timers.wrap(blobviewer.ingest.read_ahead.RecordingReader, "take", "taking from the reader")
 
     out, err = io.StringIO(), io.StringIO()
     files = sorted(str(path) for path in folder.iterdir())

@@ -83,7 +83,7 @@ def main() -> int:
     from django.test.utils import setup_test_environment
 
     from blobviewer.data_dir import blob_store, sessions_dir
-    from blobviewer.ingest import ingest_file
+    from blobviewer.ingest.sessions import ingest_file
     from core.agent.history import AssistantMessage, ToolCall, ToolResult, UserMessage
     from core.agent.session_log import SessionLogWriter
     from core.content import Structured, Text
@@ -145,8 +145,8 @@ def main() -> int:
     anonymous = Client()
     login_time, _ = best_of(5, lambda: anonymous.get("/accounts/login/").content)
     from blobviewer.models import Session
-    from blobviewer.steps import StepFilter
-    from blobviewer.timeline import Timeline
+    from blobviewer.timeline.pages import Timeline
+    from blobviewer.timeline.steps import StepFilter
 
     recorded = Session.objects.get(id=result.session_id)
     pages = Timeline(recorded, StepFilter()).layout.page_count
@@ -251,9 +251,9 @@ def search_bench(sessions: int, mb: int) -> int:
     from django.test import Client
 
     from blobviewer.data_dir import blob_store
-    from blobviewer.ingest import ingest_session
+    from blobviewer.ingest.sessions import ingest_session
     from blobviewer.models import Blob, SearchChunk, SearchedBlob
-    from blobviewer.search import index_pending_blobs
+    from blobviewer.search.index import index_pending_blobs
     from core.content import decode_text
 
     store = blob_store()

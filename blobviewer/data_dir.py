@@ -64,7 +64,7 @@ def renderings() -> BlobStore:
 
 def sessions_dir() -> Path:
     """Where session logs are recorded on this host: `<data>/sessions` (uploaded logs go
-    through blobviewer.session_logs, which knows about object stores)."""
+    through blobviewer.catalog.session_logs, which knows about object stores)."""
     return data_dir() / "sessions"
 
 

@@ -142,7 +142,7 @@ class Blob(models.Model):
     missing = models.BooleanField(default=False)
     error = models.CharField(max_length=500, blank=True)  # e.g. the store says it is corrupt
     indexed_at = models.DateTimeField(null=True, blank=True)
-    # Provenance (blobviewer.provenance): the tool result whose output is this blob's
+    # Provenance (blobviewer.catalog.provenance): the tool result whose output is this blob's
     # summary (it begins `[blob:<id>]`; never an inspect result), linked when a session
     # that made it is ingested, and that step's call in one line (`Read src/app.py`),
     # kept here so that pages and the blob list never look for calls.
@@ -348,7 +348,7 @@ class PrunedBlob(models.Model):
 
 
 class SearchChunk(models.Model):
-    """A piece of text that search reads (blobviewer.search): a session's title, an item's
+    """A piece of text that search reads (blobviewer.search.index): a session's title, an item's
     text, tool calls or output, or up to 64 K characters of a blob's text. `folded` is the
     text's Unicode case folding (`str.casefold()`); SQLite finds substrings of it through an
     FTS5 trigram index kept in step by triggers, PostgreSQL through a pg_trgm GIN index

@@ -223,10 +223,10 @@ if AXES_FAILURE_LIMIT < 1 or _login_cooloff_minutes < 1:
     )
 AXES_COOLOFF_TIME = timedelta(minutes=_login_cooloff_minutes)
 AXES_RESET_ON_SUCCESS = True  # a typo or two before a good login is forgotten
-AXES_LOCKOUT_CALLABLE = "blobviewer.login_lockout.lockout_response"
+AXES_LOCKOUT_CALLABLE = "blobviewer.team.login_lockout.lockout_response"
 # The client's address: REMOTE_ADDR, unless BLOBVIEWER_PROXY_COUNT says how many proxies
 # in front of the site append to X-Forwarded-For (see blobviewer/client_address.py).
-AXES_CLIENT_IP_CALLABLE = "blobviewer.client_address.client_address"
+AXES_CLIENT_IP_CALLABLE = "blobviewer.team.client_address.client_address"
 BLOBVIEWER_PROXY_COUNT = _env_int("BLOBVIEWER_PROXY_COUNT", 0)
 
 # Blob and session content is untrusted, so no page may run inline script.
@@ -247,7 +247,7 @@ BLOBVIEWER_UPLOAD_MAX_BYTES = _env_int("BLOBVIEWER_UPLOAD_MAX_BYTES", 50 * 1024 
 DATA_UPLOAD_MAX_NUMBER_FILES = _env_int("BLOBVIEWER_UPLOAD_MAX_FILES", 1000)
 
 # Search sees inside each blob up to this many bytes of its text (JSON: as indented on its
-# page); a longer blob's page says that search sees only its beginning (blobviewer.search).
+# page); a longer blob's page says that search sees only its beginning (blobviewer.search.index).
 BLOBVIEWER_SEARCH_BLOB_BYTES = _env_int("BLOBVIEWER_SEARCH_BLOB_BYTES", 4 * 1024 * 1024)
 
 # Expensive selector evaluations (a grep: step, or any selector on a blob over

@@ -31,12 +31,12 @@ from django.utils.http import content_disposition_header
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from blobviewer.blob_display import blob_page
-from blobviewer.blob_index import as_missing, blob_for_view, indexed_blob, store_index_note
-from blobviewer.blob_listing import blob_rows, filter_choices
-from blobviewer.blob_listing import sort_headers as blob_sort_headers
+from blobviewer.catalog.blobs import as_missing, blob_for_view, indexed_blob, store_index_note
+from blobviewer.catalog.listing import blob_rows, filter_choices
+from blobviewer.catalog.listing import sort_headers as blob_sort_headers
+from blobviewer.catalog.provenance import blob_provenance, timeline_url
+from blobviewer.catalog.retention import pruned_blob
 from blobviewer.data_dir import blob_store
-from blobviewer.expensive import Busy, evaluation_slot, stored_size
 from blobviewer.forms import (
     ApiTokenForm,
     BlobFilterForm,
@@ -45,10 +45,10 @@ from blobviewer.forms import (
     ShareLinkForm,
 )
 from blobviewer.models import ApiToken, Blob, Item, PrunedBlob, Session, ShareLink
-from blobviewer.provenance import blob_provenance, timeline_url
-from blobviewer.reader import reader_view
-from blobviewer.retention import pruned_blob
-from blobviewer.search_results import (
+from blobviewer.reader.blob_page import reader_view
+from blobviewer.reader.display import blob_page
+from blobviewer.reader.slots import Busy, evaluation_slot, stored_size
+from blobviewer.search.results import (
     FIND_PARAM,
     OPEN_PARAM,
     anchor_of,
@@ -56,10 +56,10 @@ from blobviewer.search_results import (
     list_hits,
     same_page,
 )
-from blobviewer.session_sort import headers as sort_headers
-from blobviewer.session_upload import UploadError, received_upload, save_upload
-from blobviewer.sharing import back_to_blob, new_share, share_url
-from blobviewer.timeline import item_blob_refs, item_page_context, page_context
+from blobviewer.team.sharing import back_to_blob, new_share, share_url
+from blobviewer.team.uploads import UploadError, received_upload, save_upload
+from blobviewer.timeline.pages import item_blob_refs, item_page_context, page_context
+from blobviewer.timeline.sort import headers as sort_headers
 from core.content import encode_text
 from core.inspect_tool import InspectError, inspect_blob
 from core.selectors import SelectorError, escape_surrogates
@@ -263,7 +263,7 @@ def _session_page_finding(session: Session, text: str) -> str:
 
 @require_GET
 def session_detail(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
-    """The run as steps (see blobviewer.timeline); htmx gets the outline and the steps."""
+    """The run as steps (see blobviewer.timeline.pages); htmx gets the outline and the steps."""
     session = get_object_or_404(Session, id=session_id)
     context = page_context(session, request.GET)
     response = _render(request, "session_detail.html", context, fragment="session_detail.html#body")
@@ -319,7 +319,7 @@ def _add_blob_page_extras(
     share_form: ShareLinkForm | None = None,
 ) -> None:
     """What a whole blob page shows around its view: the step that made the blob and the
-    steps that refer to it (blobviewer.provenance), and the share box."""
+    steps that refer to it (blobviewer.catalog.provenance), and the share box."""
     whole_page = not request.htmx or request.htmx.history_restore_request
     provenance = blob_provenance(blob) if whole_page else None
     maker = provenance.maker if provenance else None

@@ -8,7 +8,7 @@ from django.db import migrations, models
 
 def fill_session_facts(apps, schema_editor):
     """Fill the new facts of sessions recorded before them, from their Item rows (the
-    same rules as blobviewer.session_facts, restated here so that this migration keeps
+    same rules as blobviewer.timeline.facts, restated here so that this migration keeps
     working whatever that module becomes): start and end from the items' times, the
     duration between them, steps (tool results paired with a call by call id), errors
     (results marked is_error), each paired result's duration from its call's turn, and

@@ -16,7 +16,7 @@ def fill_makers_and_previews(apps, schema_editor):
     from django.db.models.functions import Substr
 
     from blobviewer.data_dir import blob_store
-    from blobviewer.provenance import calls_in, made_blob, read_preview, step_title
+    from blobviewer.catalog.provenance import calls_in, made_blob, read_preview, step_title
     from core.store import BlobStoreError
 
     Blob = apps.get_model("blobviewer", "Blob")

@@ -7,7 +7,7 @@ from typing import Any
 from django import template
 from django.http import QueryDict
 
-from blobviewer.blob_display import selector_url
+from blobviewer.reader.display import selector_url
 
 register = template.Library()
 

@@ -7,7 +7,7 @@ from typing import Any
 from django import template
 
 from blobviewer.models import Session
-from blobviewer.search_results import FIND_PARAM, HIT_PARAM, SessionHits, find_state
+from blobviewer.search.results import FIND_PARAM, HIT_PARAM, SessionHits, find_state
 
 register = template.Library()
 

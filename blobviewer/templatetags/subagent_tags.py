@@ -14,7 +14,7 @@ from typing import Any
 
 from django import template
 
-from blobviewer.importers.detect import IMPORTERS
+from blobviewer.ingest.importers.detect import IMPORTERS
 from blobviewer.models import Session
 
 register = template.Library()

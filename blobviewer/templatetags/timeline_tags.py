@@ -13,7 +13,7 @@ from django import template
 
 from blobviewer.models import Item
 from blobviewer.templatetags.blob_links import blob_segments
-from blobviewer.timeline import COLLAPSED_LINES, COLLAPSED_ROLES, Preview, preview
+from blobviewer.timeline.pages import COLLAPSED_LINES, COLLAPSED_ROLES, Preview, preview
 
 register = template.Library()
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from blobviewer.data_dir import blob_store
-from blobviewer.ingest import ingest_file
+from blobviewer.ingest.sessions import ingest_file
 from web.records import SampleSession, record_sample_session
 
 CHROMIUM = Path(os.environ.get("BLOBVIEWER_CHROMIUM", "/usr/bin/chromium"))

@@ -11,7 +11,7 @@ from typing import Any
 
 from playwright.sync_api import expect
 
-from blobviewer.expensive import busy_message
+from blobviewer.reader.slots import busy_message
 
 
 def take_every_slot(data_dir: Path, slots: int) -> list[int]:

@@ -8,9 +8,9 @@ import uuid
 from django.utils import timezone
 from playwright.sync_api import expect
 
-from blobviewer.blob_index import refresh_blob
+from blobviewer.catalog.blobs import refresh_blob
 from blobviewer.data_dir import blob_store
-from blobviewer.ingest import ingest_session
+from blobviewer.ingest.sessions import ingest_session
 from core.content import Text
 from web.records import header, user_item
 

@@ -14,9 +14,9 @@ import pytest
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import expect
 
-from blobviewer.blob_index import refresh_blob
+from blobviewer.catalog.blobs import refresh_blob
 from blobviewer.data_dir import blob_store
-from blobviewer.ingest import ingest_session
+from blobviewer.ingest.sessions import ingest_session
 from browser.conftest import PASSWORD, PageProblems
 from core.content import Structured, Text
 from core.store.blob_id import BlobId, new_blob_id

@@ -12,7 +12,7 @@ from pathlib import Path
 from playwright.sync_api import expect
 
 from blobviewer.data_dir import blob_store
-from blobviewer.ingest import ingest_session
+from blobviewer.ingest.sessions import ingest_session
 from blobviewer.models import Session
 from web.records import header, tool_result_item, user_item
 

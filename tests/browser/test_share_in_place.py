@@ -16,9 +16,9 @@ import orjson
 import pytest
 from playwright.sync_api import expect
 
-from blobviewer.blob_index import refresh_blob
+from blobviewer.catalog.blobs import refresh_blob
 from blobviewer.data_dir import blob_store
-from blobviewer.ingest import ingest_session
+from blobviewer.ingest.sessions import ingest_session
 from blobviewer.models import ShareLink
 from browser.conftest import PASSWORD
 from core.content import Text

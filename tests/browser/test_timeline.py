@@ -11,10 +11,10 @@ import pytest
 from playwright.sync_api import expect
 
 from blobviewer.data_dir import blob_store
-from blobviewer.ingest import ingest_file
+from blobviewer.ingest.sessions import ingest_file
 from blobviewer.models import Item, Session
-from blobviewer.steps import StepFilter
-from blobviewer.timeline import Timeline
+from blobviewer.timeline.pages import Timeline
+from blobviewer.timeline.steps import StepFilter
 from importers.recordings import CLAUDE_CODE, CLAUDE_SESSION
 from web.timeline_records import (
     ingest_out_of_order,

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from blobviewer.importers import RecordingError, load_recording
-from blobviewer.importers.recording import text_of
+from blobviewer.ingest.importers import RecordingError, load_recording
+from blobviewer.ingest.importers.recording import text_of
 from importers.recordings import CLAUDE_CODE, CLAUDE_SESSION, claude_line, write_jsonl
 
 

@@ -18,7 +18,7 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from blobviewer.data_dir import blob_store
-from blobviewer.importers import claude_code, load_recording
+from blobviewer.ingest.importers import claude_code, load_recording
 from blobviewer.models import Item, Session
 from core.store.blob_id import BLOB_REF
 from importers.recordings import FIXTURES, claude_line, write_jsonl

@@ -17,9 +17,9 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
-from blobviewer.importers import claude_code, load_recording
-from blobviewer.importers.recording import IMPORT_NAMESPACE
-from blobviewer.ingest import recording_paths
+from blobviewer.ingest.importers import claude_code, load_recording
+from blobviewer.ingest.importers.recording import IMPORT_NAMESPACE
+from blobviewer.ingest.sessions import recording_paths
 from blobviewer.models import Item, Session
 from importers.recordings import claude_line, write_jsonl
 

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from blobviewer.importers import RecordingError, load_recording
-from blobviewer.importers.detect import detect
+from blobviewer.ingest.importers import RecordingError, load_recording
+from blobviewer.ingest.importers.detect import detect
 from importers.recordings import CLAUDE_CODE, MINI_SWE_AGENT, SWE_AGENT_CLASSIC, write_json
 
 

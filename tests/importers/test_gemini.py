@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from blobviewer.data_dir import blob_store
-from blobviewer.importers import RecordingError, detect, load_recording
-from blobviewer.ingest import ingest_file
+from blobviewer.ingest.importers import RecordingError, detect, load_recording
+from blobviewer.ingest.sessions import ingest_file
 from blobviewer.models import Item, Session
 from core.content import utf8_size
 from importers.read_back import assert_big_outputs_read_back

@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from blobviewer.importers import claude_code
-from blobviewer.importers.recording import canonical_digest, load_json, load_json_record
+from blobviewer.ingest.importers import claude_code
+from blobviewer.ingest.importers.recording import canonical_digest, load_json, load_json_record
 from importers.recordings import CLAUDE_CODE, FIXTURES
 
 

@@ -18,7 +18,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from blobviewer.data_dir import blob_store
-from blobviewer.importers import (
+from blobviewer.ingest.importers import (
     Recording,
     RecordingError,
     UnknownFormat,
@@ -28,7 +28,7 @@ from blobviewer.importers import (
     load_runs,
     openhands,
 )
-from blobviewer.ingest import IngestError, ingest_file, ingest_recordings, recording_paths
+from blobviewer.ingest.sessions import IngestError, ingest_file, ingest_recordings, recording_paths
 from blobviewer.models import Item, Session
 from importers.read_back import assert_big_outputs_read_back
 from importers.recordings import FIXTURES

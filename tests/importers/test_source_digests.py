@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from blobviewer.importers import load_recording
-from blobviewer.importers.recording import canonical_digest
+from blobviewer.ingest.importers import load_recording
+from blobviewer.ingest.importers.recording import canonical_digest
 from importers.recordings import (
     CLAUDE_CODE,
     MINI_SWE_AGENT,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from blobviewer.importers import load_recording
+from blobviewer.ingest.importers import load_recording
 from importers.recordings import (
     CLAUDE_CODE,
     MINI_SWE_AGENT,

@@ -13,7 +13,7 @@ import pytest
 from live_upload import wait_for
 
 from blobviewer.data_dir import blob_store
-from blobviewer.ingest import ingest_file
+from blobviewer.ingest.sessions import ingest_file
 from blobviewer.models import ApiToken, Blob, Item, Session
 from core.agent.history import AssistantMessage, ToolCall, ToolResult
 from core.agent.session_log import read_session_log

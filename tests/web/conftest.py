@@ -12,7 +12,7 @@ import pytest
 from django.test import Client
 
 from blobviewer.data_dir import blob_store
-from blobviewer.ingest import ingest_file
+from blobviewer.ingest.sessions import ingest_file
 from blobviewer.models import ApiToken
 from core.content import Structured, Text
 from core.store import BlobStore, FsBlobStore

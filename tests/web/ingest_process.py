@@ -15,7 +15,7 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
-from blobviewer.importers import load_recording
+from blobviewer.ingest.importers import load_recording
 
 ROOT = Path(__file__).resolve().parents[2]
 REAL = ROOT / "tests" / "fixtures" / "real"

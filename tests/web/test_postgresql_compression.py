@@ -10,7 +10,7 @@ import pytest
 from django.db import connection
 
 from blobviewer.data_dir import blob_store
-from blobviewer.ingest import ingest_session
+from blobviewer.ingest.sessions import ingest_session
 from blobviewer.models import Item
 from web.records import header, user_item
 

@@ -8,8 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from blobviewer.catalog.session_logs import FileSessionLogs, ObjectSessionLogs, session_logs
 from blobviewer.data_dir import blob_store, renderings, store_location
-from blobviewer.session_logs import FileSessionLogs, ObjectSessionLogs, session_logs
 from core.store import FsBlobStore
 from core.store.s3 import S3BlobStore
 

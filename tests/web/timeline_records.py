@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from blobviewer.data_dir import blob_store
-from blobviewer.ingest import ingest_file, ingest_session
+from blobviewer.ingest.sessions import ingest_file, ingest_session
 from blobviewer.models import Item, Session
 
 DATA = Path(__file__).parent / "data"

@@ -5,11 +5,11 @@
     manage.py blobs copy --from DIR --to s3://bucket/prefix [--jobs N] [--progress-every N]
 
 `gc` removes the temporary files that writers killed mid-write left behind (see
-blobviewer.leftovers) and, on an object store, aborts multipart uploads they left; the
+blobviewer.catalog.leftovers) and, on an object store, aborts multipart uploads they left; the
 production server runs it once at start. `index` adds Blob rows for blobs that agents or
 the CLI wrote straight into the store (page requests never do). `copy` moves a data
 folder's blobs, indexes, renderings and session logs into an object store
-(blobviewer.store_copy).
+(blobviewer.catalog.store_copy).
 """
 
 from __future__ import annotations
@@ -21,17 +21,17 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.template.defaultfilters import filesizeformat
 
-from blobviewer.blob_index import index_store
-from blobviewer.data_dir import blob_store, blobs_url, data_dir, store_location
-from blobviewer.leftovers import (
+from blobviewer.catalog.blobs import index_store
+from blobviewer.catalog.leftovers import (
     DEFAULT_AGE,
     abort_stale_uploads,
     format_age,
     parse_age,
     remove_leftovers,
 )
-from blobviewer.search import index_pending_blobs
-from blobviewer.store_copy import DEFAULT_JOBS, CopyError, PartReport, copy_data
+from blobviewer.catalog.store_copy import DEFAULT_JOBS, CopyError, PartReport, copy_data
+from blobviewer.data_dir import blob_store, blobs_url, data_dir, store_location
+from blobviewer.search.index import index_pending_blobs
 from core.store import BlobStoreError
 
 

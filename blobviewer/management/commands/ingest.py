@@ -2,11 +2,11 @@
 recordings (files, or folders of them), each recognised by its content.
 
 `--agents` adds the folders where the agents blobviewer knows keep their recordings on
-this machine (blobviewer.agent_folders); `--watch` keeps running after the first pass and
-ingests each recording again as it changes (blobviewer.watch). On a terminal a progress
-line is rewritten in place below the per-file lines (blobviewer.ingest_progress); piped,
+this machine (blobviewer.ingest.agent_folders); `--watch` keeps running after the first pass and
+ingests each recording again as it changes (blobviewer.ingest.watch). On a terminal a progress
+line is rewritten in place below the per-file lines (blobviewer.ingest.progress); piped,
 the output is the per-file lines and the summary only. Before anything is read, the
-database is checked (blobviewer.database_ready): the data directory's own SQLite database
+database is checked (blobviewer.ingest.database_ready): the data directory's own SQLite database
 is migrated on first use, another database with migrations to apply is refused."""
 
 from __future__ import annotations
@@ -24,10 +24,22 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import close_old_connections, connection
 
-from blobviewer.agent_folders import RecordingFilter, describe_search, find_agent_folders
+from blobviewer.catalog.session_logs import KeptRecordings, kept_recordings
 from blobviewer.data_dir import blob_store
-from blobviewer.database_ready import DatabaseNotReady, prepare_database
-from blobviewer.ingest import (
+from blobviewer.ingest.agent_folders import RecordingFilter, describe_search, find_agent_folders
+from blobviewer.ingest.database_ready import DatabaseNotReady, prepare_database
+from blobviewer.ingest.kept_recordings import keep_copies
+from blobviewer.ingest.parallel import (
+    MAX_JOBS,
+    default_jobs,
+    in_workers,
+    ingest_in_workers,
+    unavailable,
+)
+from blobviewer.ingest.progress import ProgressLine, Unended, is_terminal
+from blobviewer.ingest.read_ahead import RecordingReader
+from blobviewer.ingest.rebuild import rebuild_targets, still_outdated
+from blobviewer.ingest.sessions import (
     IngestError,
     IngestResult,
     NotARecording,
@@ -38,20 +50,8 @@ from blobviewer.ingest import (
     open_recording,
     recording_paths,
 )
-from blobviewer.ingest_progress import ProgressLine, Unended, is_terminal
-from blobviewer.kept_recordings import keep_copies
-from blobviewer.parallel_ingest import (
-    MAX_JOBS,
-    default_jobs,
-    in_workers,
-    ingest_in_workers,
-    unavailable,
-)
-from blobviewer.read_ahead import RecordingReader
-from blobviewer.rebuild import rebuild_targets, still_outdated
-from blobviewer.session_logs import KeptRecordings, kept_recordings
-from blobviewer.session_ownership import NoSuchUser, user_named
-from blobviewer.watch import Seen, WatchError, WatchRoot, follow, stop_on_signals
+from blobviewer.ingest.watch import Seen, WatchError, WatchRoot, follow, stop_on_signals
+from blobviewer.team.ownership import NoSuchUser, user_named
 from core.store import FsBlobStore
 from core.store.errors import BlobStoreError
 
@@ -76,7 +76,7 @@ class _Options:
     force: bool
     owner: AbstractBaseUser | None
     rebuild: bool
-    # With an object store: where each recording's copy is kept (blobviewer.kept_recordings)
+    # With an object store: where each recording's copy is kept (blobviewer.ingest.kept_recordings)
     copies: KeptRecordings | None = None
     # Kept copies fetched for a rebuild: each is ingested as the recording it stands for
     # (Session.source_path as recorded: a path, or an upload's s3:// URL, which Path would
@@ -321,7 +321,7 @@ class Command(BaseCommand):
     def _in_workers(
         self, files: list[tuple[Path, bool]], run: _Options, stop: threading.Event, tally: _Pass
     ) -> None:
-        """The files in --jobs worker processes (blobviewer.parallel_ingest), reported in
+        """The files in --jobs worker processes (blobviewer.ingest.parallel), reported in
         their order as each is done."""
         done = ingest_in_workers(
             files,
@@ -516,7 +516,7 @@ _worker_run: _Options | None = None  # in an ingest worker process: its own opti
 
 
 def _ingest_in_worker(run: _Options, file: tuple[Path, bool]) -> list[tuple[str, Any]]:
-    """In a worker process (blobviewer.parallel_ingest): _outcomes of *file*, with a blob
+    """In a worker process (blobviewer.ingest.parallel): _outcomes of *file*, with a blob
     store and kept copies opened by the worker (an object store's client must not be
     shared across a fork; the database connection is the worker's own already)."""
     global _worker_run

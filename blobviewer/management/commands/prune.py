@@ -1,4 +1,4 @@
-"""`manage.py prune --older-than 90d [--dry-run]`: retention (see blobviewer.retention)."""
+"""`manage.py prune --older-than 90d [--dry-run]`: retention (see blobviewer.catalog.retention)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from blobviewer.retention import PruneReport, RetentionError, parse_age, prune
+from blobviewer.catalog.retention import PruneReport, RetentionError, parse_age, prune
 
 
 class Command(BaseCommand):

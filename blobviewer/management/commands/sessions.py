@@ -1,5 +1,5 @@
 """`manage.py sessions chown SESSION_ID USER`: give a recorded session an owner, whose API
-tokens may then add to it (see blobviewer.session_ownership)."""
+tokens may then add to it (see blobviewer.team.ownership)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
 from blobviewer.models import Session
-from blobviewer.session_ownership import NoSuchUser, user_named
+from blobviewer.team.ownership import NoSuchUser, user_named
 
 
 class Command(BaseCommand):

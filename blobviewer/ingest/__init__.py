@@ -1,0 +1,1 @@
+"""Recorded sessions into the database: importers, promotion, rows, watching, rebuilding."""

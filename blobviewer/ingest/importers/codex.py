@@ -1,0 +1,408 @@
+"""Codex CLI rollouts (`~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`), in both layouts:
+
+- the current one: every line `{timestamp, type, payload}`; the first is `session_meta`
+  (its `payload.id` is the session's id), `turn_context` lines name the model,
+  `response_item` lines are the history the model saw, `event_msg` lines are what the UI
+  was told, and `compacted` lines mark where the context was replaced by a summary;
+- the older one without the envelope: a first line `{id, timestamp, instructions, git}`,
+  then bare response items and `{"record_type": "state"}` lines, no times.
+
+Each response item becomes one item, so an item's source is its own line and a grown
+rollout only adds items: `message` (a user, developer or assistant message; the texts
+Codex injects — AGENTS.md, `<environment_context>`, ... — are user items with role
+`context`), `reasoning` (its summary, or only that it happened: encrypted reasoning is
+never shown), `function_call` / `custom_tool_call` / `local_shell_call` (an assistant item
+with that call), `web_search_call` (a call without id and without a result), and
+`function_call_output` / `custom_tool_call_output` (the result; an output that is a
+JSON-encoded `{output, metadata}`, as apply_patch and the old shell tool write, shows its
+`output`, and `metadata.exit_code` gives its error status).
+
+The `event_msg` lines repeat those events for the UI (`user_message`, `agent_message`,
+`exec_command_end`, `patch_apply_end`, ...) and never become items or blobs. Only these
+add to the history: `token_count` (the tokens of the model response just recorded, put on
+its first item: `last_token_usage.input_tokens`, which counts the cached input too, is
+the context read, `output_tokens` what it wrote), `turn_aborted` (a user item with role
+`aborted`) and `error` (role `error`); `task_complete` / `turn_aborted` give the status.
+
+A result is an error when its output says its exit code was not 0 (`Process exited with
+code N`, `Exit code: N`, or `metadata.exit_code`), else when the `exec_command_end` or
+`patch_apply_end` of its call id says it failed — except when the call returned while its
+command still ran (`Process running with session ID …`): that command's exit, and its
+`aggregated_output`, reach the model through the later `write_stdin` polls, each a step
+of its own.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from blobviewer.ingest.importers.json_lines import read_json_lines
+from blobviewer.ingest.importers.recording import (
+    RecordBuilder,
+    Recording,
+    RecordingError,
+    first_line,
+    header,
+    iso_time,
+    parse_arguments,
+    session_uuid,
+    token_count,
+)
+
+FORMAT = "codex"
+# Bump when what this importer derives from a recording changes (see claude_code).
+IMPORTER_VERSION = 1
+
+# User messages Codex writes itself around the prompt (instructions, environment).
+_CONTEXT_PREFIXES = (
+    "<environment_context>",
+    "<user_instructions>",
+    "<permissions instructions>",
+    "<INSTRUCTIONS>",
+    "# AGENTS.md instructions",
+)
+_EXIT_CODE = re.compile(r"^(?:Process exited with code|Exit code:) (-?\d+)\s*$", re.MULTILINE)
+_STILL_RUNNING = re.compile(r"^Process running with session ID ", re.MULTILINE)
+# How far into an output its header lines (chunk id, wall time, exit code) can reach.
+_HEADER_CHARS = 400
+_CALLS = {"function_call", "custom_tool_call", "local_shell_call", "web_search_call"}
+_OUTPUTS = {"function_call_output", "custom_tool_call_output"}
+# Response items that are not part of the conversation (undo snapshots).
+_NOT_HISTORY = {"ghost_snapshot"}
+
+
+def looks_like(first: Any) -> bool:
+    """Whether a file's first line opens a Codex rollout, in either layout."""
+    return _is_session_meta(first) or _is_legacy_header(first)
+
+
+def _is_session_meta(value: Any) -> bool:
+    return (
+        isinstance(value, dict)
+        and value.get("type") == "session_meta"
+        and isinstance(value.get("payload"), dict)
+    )
+
+
+def _is_legacy_header(value: Any) -> bool:
+    return (
+        isinstance(value, dict)
+        and "type" not in value
+        and isinstance(value.get("id"), str)
+        and "timestamp" in value
+        and ("instructions" in value or "git" in value)
+    )
+
+
+def load(path: Path, data: bytes) -> Recording:
+    """The recording of a rollout (a torn last line is left for the next read)."""
+    entries = read_json_lines(path, data)
+    if not entries or not looks_like(entries[0][1]):
+        raise RecordingError(path, 1, "not a Codex rollout: no session_meta first")
+    reader = _Rollout(path, entries)
+    reader.read()
+    return reader.recording()
+
+
+class _Rollout:
+    def __init__(self, path: Path, entries: list[tuple[int, dict[str, Any]]]) -> None:
+        self.path = path
+        self.entries = entries
+        self.legacy = _is_legacy_header(entries[0][1])
+        self.builder = RecordBuilder()
+        self.meta: dict[str, Any] = entries[0][1] if self.legacy else entries[0][1]["payload"]
+        self.model = ""
+        self.prompt: str | None = None  # the first thing the user typed
+        self.status: str | None = None
+        # The first item of the model response being recorded: its token_count goes there.
+        self.response: dict[str, Any] | None = None
+        self.exit_codes, self.patch_results = _ends(entries)
+
+    def read(self) -> None:
+        for number, entry in self.entries[1:]:
+            if self.legacy:
+                if "record_type" not in entry:
+                    self.response_item(number, entry, entry, at=None)
+                continue
+            kind = entry.get("type")
+            payload = entry.get("payload")
+            if not isinstance(payload, dict):
+                if kind in ("response_item", "event_msg", "compacted", "turn_context"):
+                    raise RecordingError(self.path, number, f"a {kind} line without a payload")
+                continue
+            at = iso_time(entry.get("timestamp"))
+            if kind == "response_item":
+                self.response_item(number, payload, entry, at=at)
+            elif kind == "event_msg":
+                self.event(payload, entry, at=at)
+            elif kind == "compacted":
+                self.compacted(payload, entry, at=at)
+            elif kind == "turn_context" and not self.model:
+                self.model = payload.get("model") if isinstance(payload.get("model"), str) else ""
+
+    # --- response items: the history -------------------------------------------------
+
+    def response_item(
+        self, number: int, item: dict[str, Any], source: dict[str, Any], *, at: str | None
+    ) -> None:
+        kind = item.get("type")
+        if kind in _NOT_HISTORY or not isinstance(kind, str):
+            return
+        builder = self.builder
+        builder.from_source(source)
+        if kind == "message":
+            self.message(item, at)
+        elif kind == "reasoning":
+            self.assistant(_reasoning_text(item), [], at)
+        elif kind in _CALLS:
+            self.assistant("", [_call(self.path, number, item)], at)
+        elif kind in _OUTPUTS:
+            self.output(number, item, at)
+
+    def message(self, item: dict[str, Any], at: str | None) -> None:
+        role = item.get("role")
+        text = _content_text(item.get("content"))
+        if role == "assistant":
+            self.assistant(text, [], at)
+            return
+        self.response = None  # input to the model: the response before it is over
+        if role == "user":
+            injected = text.lstrip().startswith(_CONTEXT_PREFIXES)
+            self.builder.user(text, at=at, role="context" if injected else None)
+        else:
+            self.builder.user(text, at=at, role=role if isinstance(role, str) else "unknown")
+
+    def assistant(self, text: str, calls: list[dict[str, Any]], at: str | None) -> None:
+        self.builder.assistant(text, calls, at=at)
+        if self.response is None:
+            self.response = self.builder.records[-1]
+
+    def output(self, number: int, item: dict[str, Any], at: str | None) -> None:
+        call_id = item.get("call_id")
+        if not isinstance(call_id, str) or not call_id:
+            raise RecordingError(self.path, number, f"a {item.get('type')} without call_id")
+        text, failed, exit_code = _output(item.get("output"))
+        if exit_code is None:
+            exit_code = _exit_code_in(text)
+        if exit_code is not None:
+            is_error = failed or exit_code != 0
+        elif failed or _STILL_RUNNING.search(text[:_HEADER_CHARS]):
+            is_error = failed
+        else:
+            end_code = self.exit_codes.get(call_id)
+            is_error = (end_code is not None and end_code != 0) or (
+                self.patch_results.get(call_id) is False
+            )
+        self.builder.tool_result(call_id, text, is_error=is_error, at=at)
+        self.response = None
+
+    # --- events: what the UI was told -----------------------------------------------
+
+    def event(self, payload: dict[str, Any], source: dict[str, Any], *, at: str | None) -> None:
+        kind = payload.get("type")
+        if kind == "token_count":
+            self.tokens(payload)
+        elif kind == "user_message" and self.prompt is None:
+            if isinstance(payload.get("message"), str) and payload["message"].strip():
+                self.prompt = payload["message"]
+        elif kind == "task_started":
+            self.status = None  # a turn is running: no status until it ends
+        elif kind == "task_complete":
+            self.status = "task_complete"
+        elif kind == "turn_aborted":
+            reason = payload.get("reason") if isinstance(payload.get("reason"), str) else ""
+            self.status = f"turn_aborted: {reason}" if reason else "turn_aborted"
+            self.builder.from_source(source)
+            text = f"(turn aborted: {reason})" if reason else "(turn aborted)"
+            self.builder.user(text, at=at, role="aborted")
+        elif kind == "error":
+            message = payload.get("message")
+            self.builder.from_source(source)
+            self.builder.user(message if isinstance(message, str) else "", at=at, role="error")
+        # Every other event repeats something the response items hold.
+
+    def tokens(self, payload: dict[str, Any]) -> None:
+        info = payload.get("info") if isinstance(payload.get("info"), dict) else {}
+        last = info.get("last_token_usage")
+        if self.response is None or not isinstance(last, dict):
+            return  # a repeat (rate limits only), or no response recorded since the last
+        context = token_count(last.get("input_tokens"))
+        output = token_count(last.get("output_tokens"))
+        if context is not None:
+            self.response["input_tokens"] = self.response["context_tokens"] = context
+        if output is not None:
+            self.response["output_tokens"] = output
+        self.response = None
+
+    def compacted(self, payload: dict[str, Any], source: dict[str, Any], *, at: str | None) -> None:
+        message = payload.get("message") if isinstance(payload.get("message"), str) else ""
+        text = "(context compacted)" + (f"\n\n{message}" if message.strip() else "")
+        self.builder.from_source(source)
+        self.builder.user(text, at=at, role="compacted")
+        self.response = None
+
+    # --- the session ----------------------------------------------------------------
+
+    def recording(self) -> Recording:
+        raw_id = self.meta.get("id")
+        if not isinstance(raw_id, str) or not raw_id:
+            raise RecordingError(self.path, 1, "the rollout's first line has no session id")
+        records = self.builder.records
+        prompt = self.prompt or next(
+            (r["text"] for r in records if r["type"] == "user" and "role" not in r), ""
+        )
+        git = self.meta.get("git") if isinstance(self.meta.get("git"), dict) else {}
+        meta = {
+            "layout": "legacy" if self.legacy else "rollout",
+            "codex_id": raw_id,
+            "cwd": self.meta.get("cwd"),
+            "cli_version": self.meta.get("cli_version"),
+            "originator": self.meta.get("originator"),
+            "model_provider": self.meta.get("model_provider"),
+            "git_branch": git.get("branch"),
+            "git_commit": git.get("commit_hash"),
+        }
+        model = self.model or self.meta.get("model")
+        return Recording(
+            FORMAT,
+            header(
+                session_uuid("codex", raw_id),
+                title=first_line(prompt) or self.path.stem,
+                model=model if isinstance(model, str) else "",
+                created_at=iso_time(self.meta.get("timestamp"))
+                or next((r["at"] for r in records if r.get("at")), None),
+                path=self.path,
+                format=FORMAT,
+                meta={k: v for k, v in meta.items() if isinstance(v, str) and v},
+                status=self.status,
+            ),
+            records,
+        )
+
+
+def _ends(entries: list[tuple[int, dict[str, Any]]]) -> tuple[dict[str, int], dict[str, bool]]:
+    """Exit codes (`exec_command_end`) and patch outcomes (`patch_apply_end`) by call id:
+    the same events as the call's output, read for its error status only."""
+    exit_codes: dict[str, int] = {}
+    patches: dict[str, bool] = {}
+    for _, entry in entries:
+        payload = entry.get("payload")
+        if entry.get("type") != "event_msg" or not isinstance(payload, dict):
+            continue
+        call_id = payload.get("call_id")
+        if not isinstance(call_id, str):
+            continue
+        code = payload.get("exit_code")
+        if payload.get("type") == "exec_command_end" and _is_int(code):
+            exit_codes[call_id] = code
+        elif payload.get("type") == "patch_apply_end" and isinstance(payload.get("success"), bool):
+            patches[call_id] = payload["success"]
+    return exit_codes, patches
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _call(path: Path, number: int, item: dict[str, Any]) -> dict[str, Any]:
+    """The tool call an assistant item holds, as the importers spell calls."""
+    kind = item["type"]
+    if kind == "web_search_call":  # no call id and no output: a step without a result
+        action = item.get("action")
+        call_id = item.get("id")
+        return {
+            "id": call_id if isinstance(call_id, str) else "",
+            "name": "web_search",
+            "arguments": action if action is not None else {},
+        }
+    call_id = item.get("call_id") or item.get("id")
+    if not isinstance(call_id, str) or not call_id:
+        raise RecordingError(path, number, f"a {kind} without call_id")
+    if kind == "local_shell_call":
+        name, arguments = "local_shell", item.get("action") or {}
+    elif kind == "custom_tool_call":  # freeform input (apply_patch's patch): kept as text
+        name, arguments = item.get("name"), item.get("input", "")
+    else:
+        name, arguments = item.get("name"), parse_arguments(item.get("arguments"))
+    return {"id": call_id, "name": name if isinstance(name, str) else "", "arguments": arguments}
+
+
+def _output(raw: Any) -> tuple[str, bool, int | None]:
+    """(text, failed, exit code) of a call's output: a string, possibly the JSON encoding
+    of `{output, metadata}`; or an object with `content` and `success`; or content items."""
+    if isinstance(raw, str):
+        wrapped = _wrapped_output(raw)
+        if wrapped is not None:
+            return wrapped
+        return raw, False, None
+    if isinstance(raw, dict):
+        failed = raw.get("success") is False
+        if "content" in raw:
+            return _content_text(raw["content"]), failed, None
+        return json.dumps(raw, ensure_ascii=False), failed, None
+    if raw is None:
+        return "", False, None
+    return _content_text(raw), False, None
+
+
+def _wrapped_output(raw: str) -> tuple[str, bool, int | None] | None:
+    """`{"output": "...", "metadata": {"exit_code": N, ...}}` as a string: its parts."""
+    if not raw.lstrip().startswith("{"):
+        return None
+    try:
+        value = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    if (
+        not isinstance(value, dict)
+        or set(value) != {"output", "metadata"}
+        or not isinstance(value["output"], str)
+        or not isinstance(value["metadata"], dict)
+    ):
+        return None
+    code = value["metadata"].get("exit_code")
+    return value["output"], False, code if _is_int(code) else None
+
+
+def _exit_code_in(text: str) -> int | None:
+    match = _EXIT_CODE.search(text[:_HEADER_CHARS])
+    return int(match.group(1)) if match else None
+
+
+def _content_text(content: Any) -> str:
+    """The text of a message's content items (`input_text`, `output_text`, images)."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return json.dumps(content, ensure_ascii=False)
+    pieces = []
+    for part in content:
+        if isinstance(part, str):
+            pieces.append(part)
+        elif isinstance(part, dict) and isinstance(part.get("text"), str):
+            pieces.append(part["text"])
+        elif isinstance(part, dict) and "image" in str(part.get("type", "")):
+            pieces.append("[image]")  # never the image's bytes (a data: URL)
+        else:
+            pieces.append(json.dumps(part, ensure_ascii=False))
+    return "\n".join(pieces)
+
+
+def _reasoning_text(item: dict[str, Any]) -> str:
+    """What the reasoning item lets a reader see: its summary and any plain reasoning
+    text; for encrypted reasoning only that it happened."""
+    texts = []
+    for key in ("summary", "content"):
+        parts = item.get(key)
+        if isinstance(parts, list):
+            texts += [
+                p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str)
+            ]
+    if texts:
+        return "(reasoning) " + "\n".join(texts)
+    return "(reasoning, encrypted)" if item.get("encrypted_content") else "(reasoning)"

@@ -1,0 +1,158 @@
+"""Recognise a recording's format by its content, never by its file name."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from blobviewer.ingest.importers import (
+    claude_code,
+    codex,
+    gemini,
+    openai_chat,
+    openhands,
+    swe_agent,
+)
+from blobviewer.ingest.importers.recording import (
+    Recording,
+    RecordingError,
+    UnknownFormat,
+    load_json,
+)
+from core.agent.history import ITEM_TYPES
+
+OUR_FORMAT = "blobviewer"
+# What ingest derives from our own session logs; bump it when that changes.
+OUR_IMPORTER_VERSION = 1
+
+# Each importer module has FORMAT and IMPORTER_VERSION; a new importer is added here.
+IMPORTERS = {
+    module.FORMAT: module
+    for module in (claude_code, openai_chat, swe_agent, codex, gemini, openhands)
+}
+
+
+def importer_version(format: str) -> int:
+    """The current importer version for *format* (read at call time, so a bump, or a
+    test's monkeypatch of a module's IMPORTER_VERSION, takes effect at once). Formats no
+    importer reads (records handed to ingest directly) count as version 1."""
+    if format == OUR_FORMAT:
+        return OUR_IMPORTER_VERSION
+    module = IMPORTERS.get(format)
+    return int(getattr(module, "IMPORTER_VERSION", 1)) if module is not None else 1
+
+
+def sniff(path: Path, data: bytes) -> tuple[str, Any]:
+    """The format (`blobviewer`, or an importer's FORMAT: see IMPORTERS) and, for the
+    formats that are one JSON document, the parsed document (else None), so that nothing
+    parses the file twice. An OpenHands evaluation output (one run a line, each its own
+    session: see :func:`holds_runs`) is `openhands` with None. Raises UnknownFormat."""
+    text = data.lstrip()
+    if not text:
+        raise UnknownFormat(path, None, "empty file")
+    first_line, _, _ = text.partition(b"\n")
+    try:
+        first = load_json(first_line)
+    except (ValueError, RecursionError):
+        first = None
+    if isinstance(first, dict) and (
+        (first.get("type") == "session" and "id" in first)
+        or (first.get("type") in ITEM_TYPES and "seq" in first)  # a log that lost its header
+    ):
+        return OUR_FORMAT, None
+    if claude_code.looks_like(first):
+        return claude_code.FORMAT, None
+    if codex.looks_like(first):
+        return codex.FORMAT, None
+    if gemini.looks_like_first(first):  # JSON Lines; a document on one line reads the same
+        return gemini.FORMAT, None
+    if openhands.looks_like_run(first) or (
+        first is None and openhands.looks_like_damaged_run(first_line)
+    ):
+        return openhands.FORMAT, None
+    try:
+        document = load_json(data)
+    except (ValueError, RecursionError):
+        if first is not None:
+            raise UnknownFormat(path, 1, "JSON Lines of an unknown kind of recording") from None
+        raise UnknownFormat(path, None, "not a recording: neither JSON nor JSON Lines") from None
+    if swe_agent.looks_like(document):
+        return swe_agent.FORMAT, document
+    if openhands.looks_like_events(document):
+        return openhands.FORMAT, document
+    if gemini.looks_like(document):
+        return gemini.FORMAT, document
+    if openai_chat.looks_like(document):
+        return openai_chat.FORMAT, document
+    raise UnknownFormat(
+        path,
+        None,
+        "unknown recording format (expected a blobviewer session log, Claude Code JSONL, "
+        "a Codex rollout, a Gemini CLI session, OpenHands events or evaluation output, "
+        "OpenAI chat messages or a SWE-agent trajectory)",
+    )
+
+
+def detect(path: Path, data: bytes) -> str:
+    return sniff(path, data)[0]
+
+
+def read_bytes(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as error:
+        raise RecordingError(path, None, f"cannot read: {error.strerror}") from None
+
+
+def load_recording(path: Path, data: bytes | None = None) -> Recording:
+    """Read another agent's recording (*data* if already read), or a conversation folder
+    (see :func:`folder_layout`); raises RecordingError naming the file (and line)."""
+    if data is None and folder_layout(path) is not None:
+        return load_folder(path)
+    if data is None:
+        data = read_bytes(path)
+    kind, document = sniff(path, data)
+    return load_sniffed(path, data, kind, document)
+
+
+def load_sniffed(path: Path, data: bytes, kind: str, document: Any) -> Recording:
+    """The recording of a file whose format :func:`sniff` found."""
+    if kind == claude_code.FORMAT:
+        return claude_code.load(path, data)
+    if kind == swe_agent.FORMAT:
+        return swe_agent.load(path, document)
+    if kind == openai_chat.FORMAT:
+        return openai_chat.load(path, document)
+    if kind == codex.FORMAT:
+        return codex.load(path, data)
+    if kind == gemini.FORMAT:
+        return gemini.load(path, data, document)
+    if kind == openhands.FORMAT and document is not None:
+        return openhands.load_events(path, document)
+    if holds_runs(kind, document):
+        message = "an OpenHands evaluation output holds one session per run: read it with load_runs"
+        raise RecordingError(path, None, message)
+    raise RecordingError(path, None, "a blobviewer session log: read it with read_session_log")
+
+
+def holds_runs(kind: str, document: Any) -> bool:
+    """Whether a file :func:`sniff` recognised holds several recordings, one a line (an
+    OpenHands evaluation output): read with :func:`load_runs`, not load_sniffed."""
+    return kind == openhands.FORMAT and document is None
+
+
+def load_runs(path: Path, data: bytes) -> list[tuple[int, Recording | RecordingError]]:
+    """Each run of an evaluation output with its line number: its recording, or the
+    RecordingError (naming `path:line`) that skips that run only."""
+    return openhands.load_runs(path, data)
+
+
+def folder_layout(path: Path) -> str | None:
+    """The layout of a folder that is one recording (an OpenHands conversation folder:
+    `v0` or `v1`), else None (a plain folder, searched for recordings)."""
+    return openhands.folder_layout(path)
+
+
+def load_folder(path: Path) -> Recording:
+    """The recording a conversation folder holds; raises RecordingError."""
+    return openhands.load_folder(path)

@@ -1,0 +1,151 @@
+"""What `manage.py ingest` keeps of each recording in an object store, and how
+`ingest --rebuild` gets it back on a host that does not have the file.
+
+With BLOBVIEWER_BLOBS on an object store, a session ingested from a file on one host must
+be re-derivable from any host (issue 14: nothing only one host has). After each session is
+ingested, the bytes it was derived from are kept as `<prefix>/sessions/<id>/<format>
+.recording` (blobviewer.catalog.session_logs.KeptRecordings), with the recording's own name:
+
+- a file: its bytes as read (a Claude Code JSONL, a trajectory, our own session log);
+- an OpenHands evaluation output (one run a line, each its own session): that run's line
+  only, so a file of 500 runs is kept once in all, not 500 times;
+- an OpenHands conversation folder: an uncompressed tar of the folder's regular files and
+  folders (symbolic links are left out: they could name anything on the host), written
+  with fixed times and owners so that the same folder makes the same bytes.
+
+A copy is replaced only when its bytes changed and the ingest added or re-derived items:
+an older copy of a recording (on another host, or restored from a backup) that adds
+nothing never replaces the one the session's items came from. An unchanged recording
+costs one HEAD. The session keeps the path it was ingested from (`source_path`): a
+rebuild reads that path when this host has it, else the kept copy (fetch_copy), else,
+for a session uploaded through the API, the log the upload kept.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import tarfile
+import uuid
+from collections.abc import Iterable
+from pathlib import Path
+
+from blobviewer.catalog.session_logs import KeptRecordings, RecordingCopy, session_logs
+from blobviewer.ingest.importers import OUR_FORMAT
+from blobviewer.ingest.sessions import IngestResult, Opened
+
+
+def keep_copies(
+    copies: KeptRecordings, path: Path, opened: Opened, results: Iterable[IngestResult]
+) -> list[str]:
+    """Keep the recording of each session in *results* (ingested from *path*, as
+    *opened* read it); the locations of the copies written (unchanged ones are not).
+    Raises OSError (the file) or BlobStoreError (the store)."""
+    results = list(results)
+    if not results:
+        return []
+    written = []
+    if opened.runs is not None:
+        lines = path.read_bytes().split(b"\n")  # load_runs numbers the lines the same way
+        numbers = {
+            str(run.header["id"]): number
+            for number, run in opened.runs
+            if not isinstance(run, Exception)
+        }
+        for result in results:
+            number = numbers.get(str(result.session_id))
+            if number is None or number > len(lines):
+                continue
+            data = lines[number - 1] + b"\n"
+            if _keep(copies, result, opened.kind, data, name=path.name, layout="file"):
+                written.append(copies.location(result.session_id, opened.kind))
+        return written
+    source_format = opened.recording.format if opened.recording is not None else OUR_FORMAT
+    if path.is_dir():
+        data, layout = folder_tar(path), "folder"
+    else:
+        data, layout = path.read_bytes(), "file"
+    for result in results:
+        if _keep(copies, result, source_format, data, name=path.name, layout=layout):
+            written.append(copies.location(result.session_id, source_format))
+    return written
+
+
+def _keep(
+    copies: KeptRecordings,
+    result: IngestResult,
+    source_format: str,
+    data: bytes,
+    *,
+    name: str,
+    layout: str,
+) -> bool:
+    kept = copies.info(result.session_id, source_format)
+    if kept is not None:
+        if kept == RecordingCopy(name, layout, _sha256(data), len(data)):
+            return False  # the same bytes under the same name
+        if not (result.new_items or result.rebuilt):
+            return False  # this copy added nothing: the kept one may be the newer
+    copies.keep(result.session_id, source_format, data, name=name, layout=layout)
+    return True
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def folder_tar(folder: Path) -> bytes:
+    """The folder as an uncompressed tar under its own name: regular files and folders in
+    name order, with fixed times, owners and modes (the same folder, the same bytes)."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for path in [folder, *sorted(folder.rglob("*"))]:
+            if path.is_symlink() or not (path.is_dir() or path.is_file()):
+                continue
+            inside = path.relative_to(folder).as_posix()
+            info = tarfile.TarInfo(folder.name if path == folder else f"{folder.name}/{inside}")
+            info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "", ""
+            if path.is_dir():
+                info.type, info.mode = tarfile.DIRTYPE, 0o755
+                tar.addfile(info)
+                continue
+            data = path.read_bytes()
+            info.size, info.mode = len(data), 0o644
+            tar.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def fetch_copy(
+    copies: KeptRecordings,
+    session_id: uuid.UUID,
+    source_format: str,
+    source_path: str,
+    into: Path,
+) -> tuple[Path, str] | None:
+    """Write the kept recording of a session into the empty folder *into*, under the
+    recording's own name: its path there and where it was kept; None when nothing is kept
+    (no copy, and no log an upload kept at *source_path*). Raises BlobStoreError."""
+    found = copies.read(session_id, source_format)
+    if found is not None:
+        copy, data = found
+        target = into / copy.name
+        if copy.layout == "folder":
+            with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tar:
+                # "data": nothing outside *into*, no links out, no devices, plain modes.
+                tar.extractall(into, filter="data")
+            if not target.is_dir():
+                return None
+        else:
+            target.write_bytes(data)
+        return target, copies.location(session_id, source_format)
+    logs = session_logs()  # an upload's log: our own format, kept as <id>.jsonl
+    if source_format != OUR_FORMAT or source_path != logs.location(session_id):
+        return None
+    blocks = logs.open(session_id)
+    if blocks is None:
+        return None
+    target = into / f"{session_id}.jsonl"
+    with target.open("wb") as file:
+        for block in blocks:
+            file.write(block)
+    return target, source_path

@@ -1,0 +1,1 @@
+"""Reading one blob: its pages, paging links, the JSON tree, colouring, selector help."""

@@ -1,0 +1,1 @@
+"""The search index over sessions and outputs, and what a search shows."""

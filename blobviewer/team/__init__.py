@@ -1,0 +1,1 @@
+"""People working together: uploads, ownership, API tokens, sharing, login lockout."""
