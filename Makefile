@@ -49,6 +49,7 @@ serve: venv
 
 test: venv node
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy core blobviewer
 	$(PY) -m pytest
 
 bench: venv node
@@ -62,6 +63,7 @@ bench: venv node
 lint: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy core blobviewer
 
 format: venv
 	$(VENV)/bin/ruff check --fix .
