@@ -19,19 +19,21 @@ from core.store import BlobStore, open_store
 hypothesis_settings.register_profile("blobviewer", deadline=None, print_blob=True)
 hypothesis_settings.load_profile("blobviewer")
 
+# Every test gets its own data folder and TMPDIR, and the run fails when ./data changed.
+pytest_plugins = ["isolation", "pytester"]
+
 
 @pytest.fixture
-def data_dir(tmp_path: Path, settings: Any) -> Path:
-    """An empty data directory (blobs/, sessions/) that the site reads from (web and
-    browser tests; `settings` is pytest-django's fixture, so Django loads only for them)."""
-    root = tmp_path / "data"
-    (root / "blobs").mkdir(parents=True)
-    (root / "sessions").mkdir()
-    settings.BLOBVIEWER_DATA = root
-    return root
+def data_dir(own_folders: Path, settings: Any) -> Path:
+    """This test's data directory (tests/isolation.py), with its blobs/ and sessions/
+    folders: the one the site reads from (web and browser tests)."""
+    (own_folders / "blobs").mkdir(exist_ok=True)
+    (own_folders / "sessions").mkdir(exist_ok=True)
+    settings.BLOBVIEWER_DATA = own_folders
+    return own_folders
 
 
-# -- Object storage (issue 14): one SeaweedFS for the whole run --------------------------------
+# -- Object storage: one SeaweedFS for the whole run ---------------------------------------------
 # tests/s3_server.py starts `weed server -s3` in a temporary folder on free loopback ports.
 # A server that cannot start FAILS every test that needs it, with its log: never a skip.
 
