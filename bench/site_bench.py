@@ -145,8 +145,8 @@ def main() -> int:
     anonymous = Client()
     login_time, _ = best_of(5, lambda: anonymous.get("/accounts/login/").content)
     from blobviewer.models import Session
-    from blobviewer.timeline.pages import Timeline
     from blobviewer.timeline.steps import StepFilter
+    from blobviewer.timeline.timeline import Timeline
 
     recorded = Session.objects.get(id=result.session_id)
     pages = Timeline(recorded, StepFilter()).layout.page_count
@@ -253,7 +253,7 @@ def search_bench(sessions: int, mb: int) -> int:
     from blobviewer.data_dir import blob_store
     from blobviewer.ingest.sessions import ingest_session
     from blobviewer.models import Blob, SearchChunk, SearchedBlob
-    from blobviewer.search.index import index_pending_blobs
+    from blobviewer.search.indexing import index_pending_blobs
     from core.content import decode_text
 
     store = blob_store()

@@ -13,9 +13,14 @@ from django import template
 
 from blobviewer.models import Item
 from blobviewer.templatetags.blob_links import blob_segments
-from blobviewer.timeline.pages import COLLAPSED_LINES, COLLAPSED_ROLES, Preview, preview
+from blobviewer.timeline.previews import Preview, preview
 
 register = template.Library()
+
+# A message of one of these roles is not the user talking (SWE-agent's demonstrations,
+# system prompts): past COLLAPSED_LINES lines, the rest of it starts folded away.
+COLLAPSED_ROLES = frozenset({"system", "demonstration", "developer", "meta", "instance_template"})
+COLLAPSED_LINES = 4
 
 
 def _shown(item: Item, whole: bool) -> Preview:

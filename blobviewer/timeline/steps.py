@@ -10,9 +10,9 @@ This module is plain Python over small rows (no text, no outputs), so a page of 
   whose call is not in the recording becomes a turn of its own with that one step.
 - `StepFilter` keeps the steps a reader asked for (errors only, steps with blobs, one
   tool); messages are hidden while a filter is on.
-- `paginate(units, ...)` packs units into pages of at most a byte budget; a turn moves
-  to the next page whole unless it alone exceeds the budget, in which case it continues
-  over the pages it needs (each part knows it is continued).
+- `outline_marks` and `biggest_steps` are the outline's two orders of the steps.
+
+How the units are cut into pages is blobviewer.timeline.paging.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import uuid
 from bisect import bisect_left
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from operator import attrgetter
 
@@ -264,101 +264,6 @@ class StepFilter:
             if steps:
                 shown.append(Unit(unit.kind, unit.items, steps, len(unit.steps) - len(steps)))
         return shown
-
-
-@dataclass(frozen=True, slots=True)
-class Piece:
-    """The part of a unit on one page: its steps[start:end]. A turn too big for a page is
-    cut into pieces; *continued* ones start on a later page than the turn."""
-
-    unit: Unit
-    start: int
-    end: int
-
-    @property
-    def continued(self) -> bool:
-        return self.start > 0
-
-    @property
-    def continues(self) -> bool:
-        return self.end < len(self.unit.steps)
-
-    @property
-    def steps(self) -> list[Step]:
-        return self.unit.steps[self.start : self.end]
-
-
-@dataclass(frozen=True, slots=True)
-class Layout:
-    """The pages of a (filtered) timeline, and on which page each step and item is."""
-
-    pages: list[list[Piece]]
-    page_of_anchor: dict[str, int]  # `step-…`/`call-…` anchor -> page number (from 1)
-    page_of_item: dict[int, int]  # seq of every shown item -> page number
-
-    @property
-    def page_count(self) -> int:
-        return len(self.pages)
-
-    def page(self, number: int) -> list[Piece]:
-        return self.pages[number - 1]
-
-
-def paginate(
-    units: list[Unit],
-    *,
-    budget: int,
-    head_cost: Callable[[Unit], int],
-    step_cost: Callable[[Step], int],
-    continued_cost: int,
-) -> Layout:
-    """Pack *units* into pages whose costs (bytes of HTML, as the callables estimate them)
-    add up to at most *budget*. A page always holds at least one step or unit, so a cost
-    above the budget cannot loop; a turn bigger than a page starts on a fresh page and
-    continues on the next ones, each continuation costing *continued_cost* for its head."""
-    pages: list[list[Piece]] = [[]]
-    used = 0
-
-    def new_page() -> None:
-        nonlocal used
-        pages.append([])
-        used = 0
-
-    for unit in units:
-        head = head_cost(unit)
-        costs = [step_cost(step) for step in unit.steps]
-        total = head + sum(costs)
-        if total <= budget:
-            if pages[-1] and used + total > budget:
-                new_page()
-            pages[-1].append(Piece(unit, 0, len(unit.steps)))
-            used += total
-            continue
-        if pages[-1]:
-            new_page()
-        start, used = 0, head
-        for index, cost in enumerate(costs):
-            if used + cost > budget and index > start:
-                pages[-1].append(Piece(unit, start, index))
-                new_page()
-                start, used = index, continued_cost
-            used += cost
-        pages[-1].append(Piece(unit, start, len(unit.steps)))
-    if len(pages) > 1 and not pages[-1]:
-        pages.pop()
-
-    page_of_anchor: dict[str, int] = {}
-    page_of_item: dict[int, int] = {}
-    for number, pieces in enumerate(pages, start=1):
-        for piece in pieces:
-            if not piece.continued:
-                for item in piece.unit.items:
-                    page_of_item.setdefault(item.seq, number)
-            for step in piece.steps:
-                page_of_anchor[step.anchor] = number
-                if step.result is not None:
-                    page_of_item[step.result.seq] = number
-    return Layout(pages, page_of_anchor, page_of_item)
 
 
 @dataclass(frozen=True, slots=True)

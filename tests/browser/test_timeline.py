@@ -13,8 +13,8 @@ from playwright.sync_api import expect
 from blobviewer.data_dir import blob_store
 from blobviewer.ingest.sessions import ingest_file
 from blobviewer.models import Item, Session
-from blobviewer.timeline.pages import Timeline
 from blobviewer.timeline.steps import StepFilter
+from blobviewer.timeline.timeline import Timeline
 from importers.recordings import CLAUDE_CODE, CLAUDE_SESSION
 from web.timeline_records import (
     ingest_out_of_order,

@@ -11,8 +11,10 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from blobviewer.models import Item, Session
-from blobviewer.timeline.pages import PAGE_LIMIT, PREVIEW_BYTES, Timeline
+from blobviewer.timeline.paging import PAGE_LIMIT
+from blobviewer.timeline.previews import PREVIEW_BYTES
 from blobviewer.timeline.steps import StepFilter
+from blobviewer.timeline.timeline import Timeline
 from web.records import header, user_item
 
 ITEMS_PER_PAGE = 100  # sessions of this many items need more than one page

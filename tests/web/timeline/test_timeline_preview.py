@@ -8,7 +8,7 @@ from django.utils.html import escape
 from hypothesis import given
 from hypothesis import strategies as st
 
-from blobviewer.timeline.pages import PREVIEW_BYTES, preview
+from blobviewer.timeline.previews import PREVIEW_BYTES, preview
 from core.content import utf8_size
 
 REF = f"[blob:{uuid.UUID(int=7)}]"

@@ -16,14 +16,10 @@ from django.utils.html import escape
 from blobviewer.data_dir import blob_store
 from blobviewer.ingest.sessions import ingest_session
 from blobviewer.models import BlobRef, Item, Session
-from blobviewer.timeline.pages import (
-    OUTLINE_MARKS,
-    PAGE_LIMIT,
-    TIMELINE_BUDGET,
-    Timeline,
-    step_url,
-)
+from blobviewer.timeline.pages import step_url
+from blobviewer.timeline.paging import OUTLINE_MARKS, PAGE_LIMIT, TIMELINE_BUDGET
 from blobviewer.timeline.steps import CallRow, ItemRow, StepFilter, build_units, size_class
+from blobviewer.timeline.timeline import Timeline
 from web.timeline_records import (
     OUT_OF_ORDER_ID,
     assistant,
