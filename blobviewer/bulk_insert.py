@@ -17,6 +17,7 @@ fill (Django has no database defaults unless `db_default` says so).
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
@@ -27,6 +28,7 @@ from typing import Any
 import orjson
 from django.db import connections
 from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.backends.utils import CursorDebugWrapper, CursorWrapper
 from django.db.models import Model
 from django.utils import timezone
 from django.utils.duration import duration_microseconds
@@ -101,23 +103,52 @@ def insert_rows(
 
 
 def _executor(
-    connection: BaseDatabaseWrapper, cursor: Any
+    connection: BaseDatabaseWrapper, cursor: CursorWrapper
 ) -> tuple[Callable[[str, list[Any]], Any], str]:
-    """How to run a statement on *cursor*, and its placeholder. On SQLite, Django turns
-    every `%s` of a statement into `?` with a regular expression, which for a batch of
-    500 rows of 30 columns costs more than SQLite's own work with it: statements are
-    written with `?` and given to sqlite3 straight (Django's errors all the same), unless
-    queries are being logged or wrapped (DEBUG, a test's execute_wrapper), which want
-    the `%s` form that Django's own cursor takes."""
-    if connection.vendor != "sqlite" or connection.queries_logged or connection.execute_wrappers:
+    """How to run a statement on *cursor*, and its placeholder: the same whether or not
+    queries are logged (DEBUG). On SQLite, Django turns every `%s` of a statement into `?`
+    with a regular expression, which for a batch of 500 rows of 30 columns costs more
+    than half of SQLite's own work with it: statements are written with `?` and given to
+    sqlite3 straight, as Django's cursor would run them (see _as_django_runs)."""
+    if connection.vendor != "sqlite":
         return cursor.execute, "%s"
     raw = cursor.cursor  # Django's sqlite3.Cursor subclass, which converts in execute()
 
-    def execute(sql: str, params: list[Any]) -> Any:
+    def straight(sql: str, params: Any, many: bool, context: dict[str, Any]) -> Any:
         with connection.wrap_database_errors:
             return sqlite3.Cursor.execute(raw, sql, params)
 
+    def execute(sql: str, params: list[Any]) -> Any:
+        # Logged in Django's `%s` form, which it fills in with the values it ran with.
+        logged = sql.replace("?", "%s")  # no name or keyword of these statements has a ?
+        return _as_django_runs(connection, cursor, straight, sql, params, logged=logged)
+
     return execute, "?"
+
+
+def _as_django_runs(
+    connection: BaseDatabaseWrapper,
+    cursor: CursorWrapper,
+    run: Callable[[str, Any, bool, dict[str, Any]], Any],
+    sql: str,
+    params: Any,
+    *,
+    logged: str | None = None,
+) -> Any:
+    """``run(sql, params, many, context)``, a statement given to the driver's cursor
+    straight, wrapped as Django's cursor wraps the statements it runs: by the connection's
+    execute wrappers (``connection.execute_wrapper``) and, when the cursor logs queries
+    (DEBUG, CaptureQueriesContext), by a log entry: *logged* with the values filled in as
+    Django fills its own in, or else *sql* as it is. So tests and tools see these
+    statements as they see any other."""
+    context = {"connection": connection, "cursor": cursor}
+    for wrapper in reversed(connection.execute_wrappers):
+        run = functools.partial(wrapper, run)
+    if not isinstance(cursor, CursorDebugWrapper):
+        return run(sql, params, False, context)
+    fill_in = logged is not None
+    with cursor.debug_sql(logged if fill_in else sql, params, use_last_executed_query=fill_in):
+        return run(sql, params, False, context)
 
 
 def _converted(
@@ -146,14 +177,15 @@ def _copy(
     each multi-row INSERT, and that alone costs more than the server's work."""
     quote = connection.ops.quote_name
     sql = f"COPY {quote(table)} ({', '.join(quote(c) for c in columns)}) FROM STDIN"
-    # psycopg's own cursor: its errors are made Django's (an IntegrityError, ...) here.
-    with (
-        connection.cursor() as cursor,
-        connection.wrap_database_errors,
-        cursor.cursor.copy(sql) as copy,
-    ):
-        for row in _converted(rows, changed):
-            copy.write_row(row)
+
+    def run(sql: str, params: None, many: bool, context: dict[str, Any]) -> None:
+        # psycopg's own cursor: its errors are made Django's (an IntegrityError, ...) here.
+        with connection.wrap_database_errors, cursor.cursor.copy(sql) as copy:
+            for row in _converted(rows, changed):
+                copy.write_row(row)
+
+    with connection.cursor() as cursor:
+        _as_django_runs(connection, cursor, run, sql, None)
 
 
 def _copy_numbered(

@@ -86,9 +86,8 @@ class Row:
 
 @pytest.fixture(params=[False, True], ids=["straight", "logged"])
 def logged(request: Any) -> Any:
-    """Statements run as ingest runs them (on SQLite, given to sqlite3 straight), or with
-    Django logging every query (DEBUG), which takes its own cursor's way; the queries
-    logged, or None."""
+    """Statements run as ingest runs them, without or with Django logging every query
+    (DEBUG), which runs them the same way; the queries logged, or None."""
     if not request.param:
         yield None
         return
