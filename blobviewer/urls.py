@@ -1,33 +1,39 @@
+"""Every URL of the site, in one list; each room's views.py serves its own."""
+
 from __future__ import annotations
 
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from blobviewer import views
+from blobviewer.catalog import views as catalog
+from blobviewer.reader import views as reader
+from blobviewer.search import views as search
+from blobviewer.team import views as team
+from blobviewer.timeline import views as timeline
 
 urlpatterns = [
     # /  and  /sessions/<id>/ (and one item whole: /sessions/<id>/items/<seq>/) — recorded runs
-    path("", views.session_list, name="session_list"),
-    path("sessions/<uuid:session_id>/", views.session_detail, name="session_detail"),
-    path("sessions/<uuid:session_id>/items/<int:seq>/", views.item_detail, name="item_detail"),
-    path("sessions/<uuid:session_id>/find", views.session_find, name="session_find"),
+    path("", timeline.session_list, name="session_list"),
+    path("sessions/<uuid:session_id>/", timeline.session_detail, name="session_detail"),
+    path("sessions/<uuid:session_id>/items/<int:seq>/", timeline.item_detail, name="item_detail"),
+    path("sessions/<uuid:session_id>/find", search.session_find, name="session_find"),
     # /blobs/ — stored outputs, read with the model's selectors
-    path("blobs/", views.blob_list, name="blob_list"),
-    path("blobs/<uuid:blob_id>/", views.blob_detail, name="blob_detail"),
-    path("blobs/<uuid:blob_id>/raw", views.blob_raw, name="blob_raw"),
-    path("blobs/<uuid:blob_id>/share", views.share_create, name="share_create"),
+    path("blobs/", catalog.blob_list, name="blob_list"),
+    path("blobs/<uuid:blob_id>/", reader.blob_detail, name="blob_detail"),
+    path("blobs/<uuid:blob_id>/raw", reader.blob_raw, name="blob_raw"),
+    path("blobs/<uuid:blob_id>/share", team.share_create, name="share_create"),
     # /api/ — what the model's inspect tool returns; sessions sent by agents (token auth)
-    path("api/inspect/<uuid:blob_id>", views.api_inspect, name="api_inspect"),
-    path("api/sessions", views.api_ingest, name="api_ingest"),
+    path("api/inspect/<uuid:blob_id>", reader.api_inspect, name="api_inspect"),
+    path("api/sessions", team.api_ingest, name="api_ingest"),
     # /tokens/ — my API tokens, for agents that send sessions
-    path("tokens/", views.token_list, name="token_list"),
-    path("tokens/<int:token_id>/revoke", views.token_revoke, name="token_revoke"),
+    path("tokens/", team.token_list, name="token_list"),
+    path("tokens/<int:token_id>/revoke", team.token_revoke, name="token_revoke"),
     # /shares/ (mine, to revoke) and /share/<token>/ (public, no login)
-    path("shares/", views.share_list, name="share_list"),
-    path("shares/<slug:token>/revoke", views.share_revoke, name="share_revoke"),
-    path("share/<slug:token>/", views.share_detail, name="share_detail"),
-    path("share/<slug:token>/raw", views.share_raw, name="share_raw"),
+    path("shares/", team.share_list, name="share_list"),
+    path("shares/<slug:token>/revoke", team.share_revoke, name="share_revoke"),
+    path("share/<slug:token>/", team.share_detail, name="share_detail"),
+    path("share/<slug:token>/raw", team.share_raw, name="share_raw"),
     # accounts and admin
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),

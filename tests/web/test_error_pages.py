@@ -29,7 +29,7 @@ def test_a_server_error_shows_the_500_page(logged_in_client, monkeypatch, sample
     def explode(*args, **kwargs):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr("blobviewer.views.blob_page", explode)
+    monkeypatch.setattr("blobviewer.reader.views.blob_page", explode)
     logged_in_client.raise_request_exception = False
 
     response = logged_in_client.get(f"/blobs/{sample_session.text_blob}/")

@@ -51,10 +51,10 @@ class TrackedReader:
 @pytest.fixture
 def opened(monkeypatch: pytest.MonkeyPatch) -> list[TrackedReader]:
     """Every reader the raw view opens (through the site's store, whichever kind)."""
-    import blobviewer.views
+    import blobviewer.reader.views
 
     readers: list[TrackedReader] = []
-    site_store = blobviewer.views.blob_store
+    site_store = blobviewer.reader.views.blob_store
 
     class TrackingStore:
         def __init__(self, store) -> None:
@@ -67,7 +67,7 @@ def opened(monkeypatch: pytest.MonkeyPatch) -> list[TrackedReader]:
             readers.append(TrackedReader(self.store.open_sync(blob_id)))
             return readers[-1]
 
-    monkeypatch.setattr(blobviewer.views, "blob_store", lambda: TrackingStore(site_store()))
+    monkeypatch.setattr(blobviewer.reader.views, "blob_store", lambda: TrackingStore(site_store()))
     return readers
 
 

@@ -35,10 +35,11 @@ from django_htmx.middleware import HtmxDetails
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from blobviewer import views
 from blobviewer.catalog.blobs import refresh_blob
 from blobviewer.forms import SelectorForm
 from blobviewer.models import ShareLink
+from blobviewer.reader import views as reader_views
+from blobviewer.team import views as team_views
 from core.cli import main as cli_main
 from core.content import Content, Structured, Text, encode_text
 from core.inspect_tool import InspectError, inspect_blob
@@ -326,8 +327,8 @@ def test_the_views_answer_a_raw_selector_as_core_does(
     blob_id, token = blobs.ids[kind], share_links[kind].token
     error = core_error(text.strip(), blobs.contents[kind])
 
-    page = views.blob_detail(raw_get("/", text, user, htmx=htmx), blob_id=blob_id)
-    shared = views.share_detail(raw_get("/", text, user, htmx=htmx), token=token)
+    page = reader_views.blob_detail(raw_get("/", text, user, htmx=htmx), blob_id=blob_id)
+    shared = team_views.share_detail(raw_get("/", text, user, htmx=htmx), token=token)
 
     assert_page_answers(page, error)
     assert_page_answers(shared, error)
@@ -385,7 +386,7 @@ def test_a_missing_key_that_holds_a_lone_surrogate_is_named_escaped(logged_in_cl
 
 def test_a_raw_lone_surrogate_is_refused_with_the_parsers_error(blobs, user):
     request = raw_get("/", "key:\ud800", user, htmx=False)
-    response = views.blob_detail(request, blob_id=blobs.ids["object"])
+    response = reader_views.blob_detail(request, blob_id=blobs.ids["object"])
     assert_page_answers(response, parse_error("key:\ud800"))
     assert "lone surrogate (\\ud800 at column 5)" in response.content.decode()
     # The box shows the selector again, escaped as the error shows it.

@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from blobviewer.models import Session
 from blobviewer.timeline.sort import COLUMNS
-from blobviewer.views import SESSIONS_PER_PAGE
+from blobviewer.timeline.views import SESSIONS_PER_PAGE
 
 pytestmark = pytest.mark.django_db
 

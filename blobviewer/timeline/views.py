@@ -1,0 +1,92 @@
+"""The session pages: the list of recorded runs, one run as a timeline, one item whole."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.core.paginator import Paginator
+from django.db.models import Count, Sum
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404
+from django.views.decorators.http import require_GET
+
+from blobviewer.forms import SessionFilterForm
+from blobviewer.models import Item, Session
+from blobviewer.responses import render_page
+from blobviewer.search.results import list_hits
+from blobviewer.timeline.pages import item_blob_refs, item_page_context, page_context
+from blobviewer.timeline.sort import headers as sort_headers
+
+SESSIONS_PER_PAGE = 50
+
+# What replaces an item's cut copy on the timeline, by the item's type.
+_ITEM_FRAGMENTS = {
+    Item.Type.TOOL_RESULT: "_step_result.html",
+    Item.Type.ASSISTANT: "_turn_text.html",
+    Item.Type.USER: "_message.html",
+}
+
+
+@require_GET
+def session_list(request: HttpRequest) -> HttpResponse:
+    form = SessionFilterForm(request.GET)
+    sessions = form.filter(Session.objects.all())
+    totals = sessions.order_by().aggregate(
+        sessions=Count("pk"),
+        items=Sum("item_count"),
+        steps=Sum("step_count"),
+        errors=Sum("error_count"),
+        blobs=Sum("blob_count"),
+        received=Sum("output_bytes_received"),
+        in_history=Sum("output_bytes_in_history"),
+    )
+    totals = {name: value or 0 for name, value in totals.items()}
+    totals["kept_out"] = max(0, totals["received"] - totals["in_history"])
+    paginator = Paginator(sessions, SESSIONS_PER_PAGE)
+    paginator.count = totals["sessions"]  # counted with the totals: one search, not two
+    page = paginator.get_page(request.GET.get("page"))
+    models = Session.objects.exclude(model="").order_by("model").values_list("model", flat=True)
+    page.object_list = list(page.object_list)
+    context = {
+        "form": form,
+        "page": page,
+        "totals": totals,
+        "models": models.distinct(),
+        "query": form.query,
+        "hits": list_hits(form.query, page.object_list),
+        "sort": form.sort,
+        "sort_headers": sort_headers(form.sort),
+    }
+    return render_page(request, "session_list.html", context, fragment="session_list.html#list")
+
+
+@require_GET
+def session_detail(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
+    """The run as steps (see blobviewer.timeline.pages); htmx gets the outline and the steps."""
+    session = get_object_or_404(Session, id=session_id)
+    context = page_context(session, request.GET)
+    response = render_page(
+        request, "session_detail.html", context, fragment="session_detail.html#body"
+    )
+    if request.htmx and not request.htmx.history_restore_request:
+        # The address bar shows `?errors=1`, not the form's `?errors=1&tool=`.
+        response["HX-Push-Url"] = context["canonical_url"]
+    return response
+
+
+@require_GET
+def item_detail(request: HttpRequest, session_id: uuid.UUID, seq: int) -> HttpResponse:
+    """One item whole. For htmx, what replaces its cut copy on the timeline (the output,
+    the text, the message); or, into the slot under a step, the output the model got."""
+    item = get_object_or_404(
+        Item.objects.select_related("session").prefetch_related(item_blob_refs()),
+        session_id=session_id,
+        seq=seq,
+    )
+    context = item_page_context(item)
+    target = request.htmx.target if request.htmx else None
+    if target == f"item-{seq}-blob" and item.type == Item.Type.TOOL_RESULT:
+        fragment = "_output_in_place.html"
+    else:
+        fragment = _ITEM_FRAGMENTS.get(item.type, "_message.html")
+    return render_page(request, "item_detail.html", {**context, "whole": True}, fragment=fragment)
