@@ -21,15 +21,11 @@ work (read from its /proc). Search indexing of
 item and blob text, which ingest runs after each session's transaction, is timed apart and
 printed in MB/s beside it (and in MB per CPU-second, server included); the time given
 as "all" includes it. A phase split says where
-the ingest time went: reading and parsing the recordings (in this process: the command
-reads the next files ahead in a worker meanwhile, see blobviewer.ingest.read_ahead, which also
-promotes the outputs of the next files while it is ahead of the command), promotion
-(summaries included), writing blob files (with whatever core writes beside them), and the
-database.
+the ingest time went: reading and parsing the recordings, promotion (summaries included),
+writing blob files (with whatever core writes beside them), and the database.
 
 The ingest's CPU is split between this process, its workers and the PostgreSQL server,
-and each phase shows its CPU beside its time ("taking from the reader" is the command
-waiting for its read-ahead worker and loading what it read: the loading is its CPU).
+and each phase shows its CPU beside its time.
 Before each run the bench waits until creating a file costs what it does on a quiet disk
 (see settle), and prints that cost: files deleted just before a run (by the bench's
 previous run, or by a test suite) must not be measured. The bench deletes nothing until
@@ -309,8 +305,7 @@ def child(folder: Path, data: Path, profile: bool, jobs_given: int | None) -> No
             ended_servers = None
     ingest_server = server_cpu(connection)
     # Search indexing is measured apart, after the ingest (which skips it here; its worker
-    # processes, if any, are forked with this), so that nothing the command does while
-    # indexing (reading ahead) counts as free; the rest is the ingest proper, in phases.
+    # processes, if any, are forked with this); the rest is the ingest proper, in phases.
     index_session = blobviewer.ingest.sessions.index_session
     blobviewer.ingest.sessions.index_session = lambda *args, **kwargs: None
     timers.wrap(blobviewer.ingest.sessions, "open_recording", "read")
@@ -321,9 +316,6 @@ def child(folder: Path, data: Path, profile: bool, jobs_given: int | None) -> No
     timers.wrap(core.promotion, "summarize", "promote")
     timers.wrap(FsBlobStore, "store_sync", "blob files")
     timers.wrap(FsBlobStore, "discard_sync", "blob files")
-    import blobviewer.ingest.read_ahead
-
-    timers.wrap(blobviewer.ingest.read_ahead.RecordingReader, "take", "taking from the reader")
 
     out, err = io.StringIO(), io.StringIO()
     files = sorted(str(path) for path in folder.iterdir())
@@ -596,11 +588,6 @@ def print_phases(result: dict[str, Any], ingest: float) -> None:
         for phase, seconds in [*sorted(phases.items()), ("database and the rest", rest)]
     )
     print(f"{'':>8} the ingest's time: {split}")
-    if "read" not in phases:
-        print(
-            f"{'':>8} (recordings were read ahead by a worker process, which also promoted "
-            "outputs while it was ahead: its CPU in CPU, its phases not timed)"
-        )
 
 
 def report(name: str, results: list[dict[str, Any]]) -> int:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import multiprocessing
 import multiprocessing.util
+import os
 import pickle
 import signal
 import threading
@@ -28,7 +29,6 @@ from typing import Any, TypeVar
 
 from django.db import connection, connections
 
-from blobviewer.ingest.read_ahead import cores
 from blobviewer.ingest.sessions import IngestError
 
 MAX_JOBS = 8
@@ -37,6 +37,14 @@ _FORK = "fork"  # workers start with the settings and code this process has (not
 
 Outcomes = list[tuple[str, Any]]  # (label, IngestResult or an exception), as ingest_recordings
 T = TypeVar("T")
+
+
+def cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
 
 
 def default_jobs() -> int:

@@ -28,12 +28,11 @@ item keeps its summary. Only new items are promoted, so re-ingesting stores noth
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import re
 import uuid
-from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from functools import partial
@@ -67,7 +66,7 @@ from blobviewer.ingest.importers import (
     sniff,
 )
 from blobviewer.models import Blob, BlobRef, Item, PrunedSession, Session
-from blobviewer.search.index import index_session
+from blobviewer.search.indexing import index_session
 from blobviewer.timeline.facts import (
     FACT_FIELDS,
     fill_step_durations,
@@ -219,45 +218,40 @@ def ingest_recordings(
     evaluation output, one `(label, outcome)` for each run, in line order: *label* names
     the run (`line 3 (django__django-1)`), *outcome* is its IngestResult, or the
     IngestError that skipped that run only (a damaged line reads `path:line: message`).
-    *opened* is what open_recording read of *path*, if it was read already (see
-    blobviewer.ingest.read_ahead)."""
+    *opened* is what open_recording read of *path*, if the caller read it already (to
+    keep a copy of what was ingested)."""
     if opened is None:
         opened = open_recording(path)
-    try:
-        if opened.runs is None:
-            result = _ingest_opened(
-                path, opened, store=store, force=force, owner=owner, rebuild=rebuild
+    if opened.runs is None:
+        result = _ingest_opened(
+            path, opened, store=store, force=force, owner=owner, rebuild=rebuild
+        )
+        return [("", result)]
+    outcomes: list[tuple[str, IngestResult | IngestError]] = []
+    for number, run in opened.runs:
+        if isinstance(run, RecordingError):
+            outcomes.append((f"line {number}", IngestError(run.path, run.line, run.message)))
+            continue
+        label = f"line {number} ({run.header['meta'].get('instance_id', '')})"
+        try:
+            result = ingest_session(
+                run.header,
+                run.records,
+                source_path=str(path),
+                store=store,
+                source_format=run.format,
+                force=force,
+                owner=owner,
+                rebuild=rebuild,
             )
-            return [("", result)]
-        outcomes: list[tuple[str, IngestResult | IngestError]] = []
-        for number, run in opened.runs:
-            if isinstance(run, RecordingError):
-                outcomes.append((f"line {number}", IngestError(run.path, run.line, run.message)))
-                continue
-            label = f"line {number} ({run.header['meta'].get('instance_id', '')})"
-            try:
-                result = ingest_session(
-                    run.header,
-                    run.records,
-                    source_path=str(path),
-                    store=store,
-                    source_format=run.format,
-                    force=force,
-                    owner=owner,
-                    rebuild=rebuild,
-                    ahead=opened.promoted,
-                )
-            except IngestError as error:
-                outcomes.append((label, error))
-            except Exception as error:  # noqa: BLE001 - one bad run must not stop the others
-                message = f"could not be ingested: {type(error).__name__}: {error}"
-                outcomes.append((label, IngestError(str(path), number, message)))
-            else:
-                outcomes.append((label, result))
-        return outcomes
-    finally:
-        if opened.promoted is not None:
-            opened.promoted.discard_unused(store)
+        except IngestError as error:
+            outcomes.append((label, error))
+        except Exception as error:  # noqa: BLE001 - one bad run must not stop the others
+            message = f"could not be ingested: {type(error).__name__}: {error}"
+            outcomes.append((label, IngestError(str(path), number, message)))
+        else:
+            outcomes.append((label, result))
+    return outcomes
 
 
 @dataclass(frozen=True)
@@ -269,23 +263,6 @@ class Opened:
     log: SessionLog | None = None
     recording: Recording | None = None
     runs: list[tuple[int, Recording | RecordingError]] | None = None
-    # Outputs promoted while it was read ahead, ingest's to take (see PromotedAhead).
-    promoted: PromotedAhead | None = None
-
-    def sessions(self) -> Iterator[tuple[Mapping[str, Any], Sequence[Mapping[str, Any]]]]:
-        """The header and records of each session it holds (not a damaged run's)."""
-        if self.log is not None:
-            yield self.log.header, self.log.records
-        if self.recording is not None:
-            yield self.recording.header, self.recording.records
-        for _, run in self.runs or ():
-            if not isinstance(run, RecordingError):
-                yield run.header, run.records
-
-    def travels(self) -> bool:
-        """Whether it can be pickled to another process and back as it is (a damaged
-        run's RecordingError cannot: an exception is rebuilt from its message alone)."""
-        return not any(isinstance(run, RecordingError) for _, run in self.runs or ())
 
 
 def open_recording(path: Path) -> Opened:
@@ -330,7 +307,6 @@ def _ingest_opened(
             force=force,
             owner=owner,
             rebuild=rebuild,
-            ahead=opened.promoted,
         )
     log = opened.log
     assert log is not None  # open_recording parsed it
@@ -342,7 +318,6 @@ def _ingest_opened(
         force=force,
         owner=owner,
         rebuild=rebuild,
-        ahead=opened.promoted,
     )
     if log.torn_tail:
         result = IngestResult(**{**result.__dict__, "torn_tail": True})
@@ -361,7 +336,6 @@ def ingest_session(
     owner: AbstractBaseUser | None = None,
     rebuild: bool = False,
     version: int | None = None,
-    ahead: PromotedAhead | None = None,
 ) -> IngestResult:
     """Upsert a session and add the records it does not have yet, atomically.
 
@@ -387,9 +361,6 @@ def ingest_session(
     database is not held locked meanwhile; if anything fails, the blobs this call stored
     are discarded again, so a failed ingest leaves nothing behind.
 
-    *ahead*: outputs already promoted under *policy* (see PromotedAhead); a new item whose
-    output is among them takes that promotion instead of storing the output again.
-
     A session deleted by `manage.py prune` raises SessionPruned and nothing is written;
     with *force* its tombstone goes (with the transaction) and it is ingested again.
 
@@ -413,7 +384,6 @@ def ingest_session(
                 rebuild=rebuild,
                 version=version,
                 last_try=attempt == tries,
-                ahead=ahead if ahead is not None and ahead.policy == policy else None,
             )
         except _Conflict:
             continue
@@ -456,7 +426,6 @@ def _ingest_once(
     rebuild: bool,
     version: int | None,
     last_try: bool,
-    ahead: PromotedAhead | None,
 ) -> IngestResult:
     session_id = _session_id(header, source_path)
     pruned, recorded = _known(session_id)
@@ -486,7 +455,7 @@ def _ingest_once(
             written=written,
             stored=stored,
         )
-        new_records = [promoted(record, ahead=ahead) for record in plan.new]
+        new_records = [promoted(record) for record in plan.new]
         rederived_records = [
             promoted(record, reuse=plan.old_blobs.get(record["seq"]), reused=reused)
             for record in plan.rederived
@@ -657,7 +626,6 @@ def _promoted(
     stored: dict[uuid.UUID, Blob],
     reuse: uuid.UUID | None = None,
     reused: list[uuid.UUID] | None = None,
-    ahead: PromotedAhead | None = None,
 ) -> Mapping[str, Any]:
     """*record*, its tool output promoted when the recording kept a big one whole.
     A blob written is added to *written*, and its row (made from the content in hand,
@@ -667,32 +635,29 @@ def _promoted(
     inspect result (never promoted), and passes as it is. When the blob *reuse* (the one
     the item had before a rebuild) holds exactly what promotion would store, the output is
     summarised under that id and nothing is stored: share links to it keep working.
-    An output promoted *ahead* already is taken from there (its blob counts as written).
     """
     output = _promotable(record)
     if output is None:
         return record
-    done = ahead.take(output) if ahead is not None and reuse is None else None
-    if done is None:
-        promoted = promote(output, policy)
-        if not isinstance(promoted, Stored):
-            return record
-        if reuse is not None and _holds(store, reuse, promoted.content):
-            if reused is not None:
-                reused.append(reuse)
-            summary = summarize(reuse, promoted.content, policy)
-            return {**record, "output": summary, "received_bytes": utf8_size(output)}
-        try:
-            done = _store_promoted(promoted, output, store, policy)
-        except BlobStoreError as error:
-            # The store's own message may name its folder: that is for the operator only.
-            seq = record.get("seq")
-            raise IngestError(
-                source_path,
-                None,
-                f"seq {seq}: the blob store cannot store its output",
-                detail=str(error),
-            ) from None
+    promoted = promote(output, policy)
+    if not isinstance(promoted, Stored):
+        return record
+    if reuse is not None and _holds(store, reuse, promoted.content):
+        if reused is not None:
+            reused.append(reuse)
+        summary = summarize(reuse, promoted.content, policy)
+        return {**record, "output": summary, "received_bytes": utf8_size(output)}
+    try:
+        done = _store_promoted(promoted, output, store, policy)
+    except BlobStoreError as error:
+        # The store's own message may name its folder: that is for the operator only.
+        seq = record.get("seq")
+        raise IngestError(
+            source_path,
+            None,
+            f"seq {seq}: the blob store cannot store its output",
+            detail=str(error),
+        ) from None
     written.append(done.blob_id)
     if done.row is not None:
         stored[done.blob_id] = done.row
@@ -724,83 +689,6 @@ def _store_promoted(promoted: Stored, output: str, store: FsBlobStore, policy: P
     assert admitted.blob_id is not None  # a Stored output is always stored
     row = stored_blob_facts(admitted.blob_id, promoted.content, store=store)
     return Promotion(admitted.text, admitted.blob_id, row, utf8_size(output))
-
-
-class PromotedAhead:
-    """Tool outputs promoted before their file was planned, by output: the read-ahead
-    worker (blobviewer.ingest.read_ahead) promotes the outputs of sessions the database did not
-    have yet while the command writes the files before, and ingest takes each new item's
-    promotion from here instead of storing its output again. A promotion no item took (a
-    session that another file or process recorded meanwhile) is discarded with its blob
-    by discard_unused, which ingest_recordings calls when it is done with the file."""
-
-    def __init__(self, policy: Policy = DEFAULT_POLICY) -> None:
-        self.policy = policy
-        self._by_output: dict[str, list[Promotion]] = {}
-
-    def __len__(self) -> int:
-        return sum(map(len, self._by_output.values()))
-
-    def add(self, output: str, promotion: Promotion) -> None:
-        self._by_output.setdefault(output, []).append(promotion)
-
-    def take(self, output: str) -> Promotion | None:
-        """The first promotion of *output* not taken yet (two equal outputs have a blob
-        each, in record order), or None."""
-        promotions = self._by_output.get(output)
-        return promotions.pop(0) if promotions else None
-
-    def blob_ids(self) -> Iterator[uuid.UUID]:
-        """The blobs of the promotions not taken yet."""
-        for promotions in self._by_output.values():
-            for promotion in promotions:
-                yield promotion.blob_id
-
-    def discard_unused(self, store: FsBlobStore) -> None:
-        """Delete the blobs of the promotions no item took (see discard_blobs)."""
-        discard_blobs(store, self.blob_ids())
-        self._by_output.clear()
-
-    @classmethod
-    def of(
-        cls,
-        opened: Opened,
-        *,
-        store: FsBlobStore,
-        known: Container[uuid.UUID],
-        policy: Policy = DEFAULT_POLICY,
-    ) -> PromotedAhead | None:
-        """The outputs of *opened*'s sessions not in *known* (the sessions the database
-        has, and pruned ones), promoted and stored as ingest would; None when there are
-        none, or when storing failed (what it stored is discarded: ingest stores the
-        outputs itself, and reports the failure)."""
-        ahead = cls(policy)
-        try:
-            for header, records in opened.sessions():
-                try:
-                    if _session_id(header, "") in known:
-                        continue
-                except IngestError:
-                    continue  # ingest reports it
-                for record in records:
-                    output = _promotable(record)
-                    if output is None:
-                        continue
-                    promoted = promote(output, policy)
-                    if isinstance(promoted, Stored):
-                        ahead.add(output, _store_promoted(promoted, output, store, policy))
-        except Exception:  # noqa: BLE001 - ingest promotes these itself and reports why not
-            ahead.discard_unused(store)
-            return None
-        return ahead if len(ahead) else None
-
-
-def discard_blobs(store: FsBlobStore, blob_ids: Iterable[uuid.UUID]) -> None:
-    """Delete blobs promoted for nothing (one that cannot be deleted stays, as a blob
-    nothing references: `manage.py blobs index` lists it)."""
-    for blob_id in blob_ids:
-        with contextlib.suppress(BlobStoreError, OSError):
-            store.discard_sync(blob_id)
 
 
 def _holds(store: FsBlobStore, blob_id: uuid.UUID, content: Content) -> bool:

@@ -37,7 +37,6 @@ from blobviewer.ingest.parallel import (
     unavailable,
 )
 from blobviewer.ingest.progress import ProgressLine, Unended, is_terminal
-from blobviewer.ingest.read_ahead import RecordingReader
 from blobviewer.ingest.rebuild import rebuild_targets, still_outdated
 from blobviewer.ingest.sessions import (
     IngestError,
@@ -302,21 +301,17 @@ class Command(BaseCommand):
         seen: Seen | None,
         said: dict[str, str] | None,
     ) -> None:
-        """The files one after the other, in this process; the next ones are read in a
-        worker meanwhile (not when watching: the first pass may share the process with
-        the watcher's thread, and changes come few)."""
-        paths = [path for path, _ in files] if seen is None else []
-        with RecordingReader(paths, store=run.store) as reader:
-            for number, (path, named) in enumerate(files, start=1):
-                if stop.is_set():
-                    break
-                self._show_progress(number, tally, path)
-                key = Seen.key(path)
-                prefix = f"[{number}/{len(files)}] "
-                ok = self._ingest(path, named, prefix, tally, run, said, reader.take(path))
-                if ok and seen is not None:
-                    seen.remember(path, key)
-                tally.done = number
+        """The files one after the other, in this process."""
+        for number, (path, named) in enumerate(files, start=1):
+            if stop.is_set():
+                break
+            self._show_progress(number, tally, path)
+            key = Seen.key(path)
+            prefix = f"[{number}/{len(files)}] "
+            ok = self._ingest(path, named, prefix, tally, run, said)
+            if ok and seen is not None:
+                seen.remember(path, key)
+            tally.done = number
 
     def _in_workers(
         self, files: list[tuple[Path, bool]], run: _Options, stop: threading.Event, tally: _Pass
@@ -367,14 +362,12 @@ class Command(BaseCommand):
         tally: _Tally,
         run: _Options,
         said: dict[str, str] | None = None,
-        opened: Opened | None = None,
     ) -> bool:
         """Ingest one recording and report it (a line per session; an evaluation output
         has one per run); True when nothing about it failed. *said* (watching) keeps the
         last outdated or pruned message of each session, so a recording that keeps
-        growing says it once, not at every change, until something else happens to it.
-        *opened*: the file as read ahead, if it was."""
-        outcomes = _outcomes(path, run, opened)
+        growing says it once, not at every change, until something else happens to it."""
+        outcomes = _outcomes(path, run)
         return self._report(run.recording(path), named, prefix, tally, outcomes, said)
 
     def _report(
@@ -526,13 +519,14 @@ def _ingest_in_worker(run: _Options, file: tuple[Path, bool]) -> list[tuple[str,
     return _outcomes(file[0], _worker_run)
 
 
-def _outcomes(path: Path, run: _Options, opened: Opened | None = None) -> list[tuple[str, Any]]:
-    """Ingest one recording (*opened*: as read ahead, if it was): ingest_recordings'
-    outcomes, a run's error or the file's as an exception, never raised."""
+def _outcomes(path: Path, run: _Options) -> list[tuple[str, Any]]:
+    """Ingest one recording: ingest_recordings' outcomes, a run's error or the file's as
+    an exception, never raised."""
     read_from = path
     path = run.recording(path)
+    opened: Opened | None = None
     try:
-        if opened is None and run.copies is not None:
+        if run.copies is not None:
             opened = _open(read_from, path)  # what is ingested is what is kept
         outcomes: list[tuple[str, Any]] = ingest_recordings(
             path,
