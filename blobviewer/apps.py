@@ -9,6 +9,6 @@ class BlobviewerConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from blobviewer.search.index import connect_signals
+        from blobviewer.search.indexing import connect_signals
 
         connect_signals()

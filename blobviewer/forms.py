@@ -8,7 +8,7 @@ from django.core.validators import ProhibitNullCharactersValidator
 from django.db.models import Exists, F, OuterRef, QuerySet
 
 from blobviewer.models import Blob, BlobRef, Session
-from blobviewer.search.index import MAX_QUERY_CHARS, SearchQuery, parse_query, session_filter
+from blobviewer.search.queries import MAX_QUERY_CHARS, SearchQuery, parse_query, session_filter
 from blobviewer.timeline.sort import DEFAULT_SORT, Sort, UnknownSort, parse_sort
 from core.selectors import Selector, SelectorError, parse_selector
 
@@ -16,7 +16,7 @@ from core.selectors import Selector, SelectorError, parse_selector
 class SessionFilterForm(forms.Form):
     """The session list's search, filters and sort (`?q=…&model=…&has_blobs=on&sort=-duration`).
 
-    The search is blobviewer.search.index's: case-folded substring search in titles, items and
+    The search is blobviewer.search.queries: case-folded substring search in titles, items and
     blobs, or in titles only for a query shorter than MIN_QUERY_CHARS.
     """
 

@@ -348,7 +348,7 @@ class PrunedBlob(models.Model):
 
 
 class SearchChunk(models.Model):
-    """A piece of text that search reads (blobviewer.search.index): a session's title, an item's
+    """A piece of text that search reads (blobviewer.search.indexing): a session's title, an item's
     text, tool calls or output, or up to 64 K characters of a blob's text. `folded` is the
     text's Unicode case folding (`str.casefold()`); SQLite finds substrings of it through an
     FTS5 trigram index kept in step by triggers, PostgreSQL through a pg_trgm GIN index

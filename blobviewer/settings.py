@@ -247,7 +247,7 @@ BLOBVIEWER_UPLOAD_MAX_BYTES = _env_int("BLOBVIEWER_UPLOAD_MAX_BYTES", 50 * 1024 
 DATA_UPLOAD_MAX_NUMBER_FILES = _env_int("BLOBVIEWER_UPLOAD_MAX_FILES", 1000)
 
 # Search sees inside each blob up to this many bytes of its text (JSON: as indented on its
-# page); a longer blob's page says that search sees only its beginning (blobviewer.search.index).
+# page); a longer blob's page says that search sees only its beginning (blobviewer.search.indexing).
 BLOBVIEWER_SEARCH_BLOB_BYTES = _env_int("BLOBVIEWER_SEARCH_BLOB_BYTES", 4 * 1024 * 1024)
 
 # Expensive selector evaluations (a grep: step, or any selector on a blob over

@@ -1,4 +1,4 @@
-"""The search index (blobviewer.search.index): chunks of folded text with a trigram index, and
+"""The search index (blobviewer.search.indexing): chunks of folded text with a trigram index, and
 how much of each blob search has read.
 
 SQLite: an FTS5 table with the trigram tokenizer (SQLite 3.34 or later) over the chunks'
@@ -68,7 +68,7 @@ def drop_trigram_index(apps, schema_editor):
 
 def index_what_is_recorded(apps, schema_editor):
     """Titles, items and the blobs the store has, as ingest would have indexed them."""
-    from blobviewer.search import index as search
+    from blobviewer.search import indexing as search
     from blobviewer.data_dir import blob_store
     from core.store import BlobStoreError
 

@@ -1,7 +1,7 @@
 """What a search shows: hits with a snippet and links, for the session list and for the
 find box on a session's page.
 
-A hit is a place (blobviewer.search.index.Place): an item's text, tool calls or output, or a blob
+A hit is a place (blobviewer.search.queries.Place): an item's text, tool calls or output, or a blob
 the session references, found through the item that references it. Hits of a session are
 numbered in timeline order; `/sessions/<id>/find?q=…&hit=N` opens hit N: the timeline page
 that shows its step, at the step's anchor, with the find box on it saying "hit N of M".
@@ -20,7 +20,7 @@ from django.urls import reverse
 
 from blobviewer.models import Item, SearchChunk, Session
 from blobviewer.reader.display import selector_url
-from blobviewer.search.index import (
+from blobviewer.search.queries import (
     MIN_QUERY_CHARS,
     Place,
     SearchQuery,

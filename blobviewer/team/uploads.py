@@ -43,7 +43,7 @@ from blobviewer.ingest.sessions import (
     ingest_session,
 )
 from blobviewer.models import Blob, BlobRef, Session
-from blobviewer.search.index import index_pending_blobs
+from blobviewer.search.indexing import index_pending_blobs
 from blobviewer.team.ownership import NotYours, check_blob_fills, claim_session
 from core.agent.session_log import SessionLog, SessionLogError, read_session_log
 from core.content import Content, Structured, Text, decode_text

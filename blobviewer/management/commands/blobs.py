@@ -31,7 +31,7 @@ from blobviewer.catalog.leftovers import (
 )
 from blobviewer.catalog.store_copy import DEFAULT_JOBS, CopyError, PartReport, copy_data
 from blobviewer.data_dir import blob_store, blobs_url, data_dir, store_location
-from blobviewer.search.index import index_pending_blobs
+from blobviewer.search.indexing import index_pending_blobs
 from core.store import BlobStoreError
 
 

@@ -21,7 +21,7 @@ from blobviewer.catalog import blobs as blob_index
 from blobviewer.catalog.blobs import discard_derived, refresh_blob
 from blobviewer.data_dir import renderings
 from blobviewer.models import Blob
-from blobviewer.search.index import matching_chunks, parse_query
+from blobviewer.search.queries import matching_chunks, parse_query
 from blobviewer.team.uploads import received_upload
 from core.content import Structured, Text
 from core.store import TEMP_PREFIX, FsBlobStore

@@ -35,7 +35,7 @@ from blobviewer.models import (
     Session,
     ShareLink,
 )
-from blobviewer.search.index import index_pending_blobs
+from blobviewer.search.indexing import index_pending_blobs
 from core.content import Structured, Text
 from core.store import FsBlobStore
 from core.store.blob_id import BlobId, blob_created_at

@@ -20,15 +20,9 @@ from django.urls import reverse
 from blobviewer.data_dir import blob_store
 from blobviewer.ingest.sessions import ingest_session
 from blobviewer.models import Blob, Item, SearchChunk, SearchedBlob, Session
-from blobviewer.search.index import (
-    CHUNK_CHARS,
-    OVERLAP_CHARS,
-    fold,
-    grep_selector,
-    index_session,
-    parse_query,
-    session_filter,
-)
+from blobviewer.search.folding import fold
+from blobviewer.search.indexing import CHUNK_CHARS, OVERLAP_CHARS, index_session
+from blobviewer.search.queries import grep_selector, parse_query, session_filter
 from core.content import Structured, Text
 from core.store.blob_id import BLOB_REF
 from web.records import header, tool_result_item, user_item

@@ -16,8 +16,8 @@ from blobviewer.bulk_insert import claim_rows
 from blobviewer.ingest import sessions as ingest_module
 from blobviewer.ingest.sessions import ingest_session
 from blobviewer.models import Blob, SearchChunk, SearchedBlob
-from blobviewer.search import index as search
-from blobviewer.search.index import (
+from blobviewer.search import indexing as search
+from blobviewer.search.indexing import (
     CHUNK_CHARS,
     blob_bytes_limit,
     blob_search_text,

@@ -1,0 +1,24 @@
+"""The one case rule of search, for indexed text and queries alike: Unicode case folding
+(Python's `str.casefold()`) of the text as the databases can hold it."""
+
+from __future__ import annotations
+
+import re
+
+# PostgreSQL refuses NUL in text, and neither database encodes lone surrogates; the index
+# keeps the stand-ins that ingest uses for item text (blobviewer.ingest.sessions._storable).
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def storable(text: str) -> str:
+    """*text* as the databases can hold it: NUL as U+2400, lone surrogates as U+FFFD."""
+    if text.isascii():  # much faster than the regex over a long text
+        return text.replace("\x00", "\u2400") if "\x00" in text else text
+    if not _UNSTORABLE.search(text):
+        return text
+    return _UNSTORABLE.sub(lambda m: "\u2400" if m.group() == "\x00" else "\ufffd", text)
+
+
+def fold(text: str) -> str:
+    """The one case rule of search, for indexed text and queries alike."""
+    return storable(text).casefold()

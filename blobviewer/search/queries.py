@@ -1,0 +1,290 @@
+"""Search inside recorded sessions and the blobs they reference, from the search index
+(blobviewer.search.indexing) alone, never a blob file.
+
+Search is substring search, case-insensitive by one rule on every database
+(blobviewer.search.folding), applied to the text when it is indexed and to the query. A
+query of MIN_QUERY_CHARS characters or more looks in sessions' titles, their items (text,
+tool calls, tool output) and the text of their blobs; a shorter one only in titles, since
+a trigram index cannot look it up. SQLite looks the folded query up in an FTS5 trigram
+index, PostgreSQL in a pg_trgm GIN index; both then demand the whole folded query as a
+substring of the folded chunk, so both databases give the same hits.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import connection
+from django.db.models import Q, QuerySet
+from django.db.models.expressions import RawSQL
+from django.db.models.functions import Coalesce
+
+from blobviewer.models import BlobRef, Item, SearchChunk
+from blobviewer.search.folding import fold
+from core.selectors import Key
+
+MIN_QUERY_CHARS = 3
+MAX_QUERY_CHARS = 200
+
+SNIPPET_CHARS = 60  # shown on each side of a match
+FTS_TABLE = "blobviewer_searchchunk_fts"
+
+_WHITESPACE = re.compile(r"\s+")
+
+Source = SearchChunk.Source
+# The order in which one item's places are shown: as the item reads, then its blobs.
+_SOURCE_ORDER = {Source.TITLE: 0, Source.TEXT: 1, Source.CALLS: 2, Source.OUTPUT: 3, Source.BLOB: 4}
+
+
+@dataclass(frozen=True, slots=True)
+class SearchQuery:
+    text: str  # as typed, less surrounding whitespace
+    folded: str
+
+    @property
+    def full(self) -> bool:
+        """Whether it searches items and blobs too (else only titles)."""
+        return len(self.text) >= MIN_QUERY_CHARS
+
+
+def parse_query(text: str | None) -> SearchQuery | None:
+    """The query in *text*; None when it is blank. Longer ones are cut to MAX_QUERY_CHARS."""
+    text = (text or "").strip()[:MAX_QUERY_CHARS]
+    return SearchQuery(text, fold(text)) if text else None
+
+
+def matching_chunks(query: SearchQuery) -> QuerySet[SearchChunk]:
+    """Every chunk whose folded text contains the folded query (a full query only)."""
+    if connection.vendor == "sqlite":
+        # A quoted FTS5 string is one phrase: the query's trigrams at consecutive positions,
+        # which is exactly a substring (the tokenizer keeps case; both sides are folded).
+        phrase = '"' + query.folded.replace('"', '""') + '"'
+        found = RawSQL(f"SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH %s", [phrase])
+        return SearchChunk.objects.filter(pk__in=found)
+    # LIKE '%…%' on the folded text; pg_trgm's GIN index finds the candidates.
+    return SearchChunk.objects.filter(folded__contains=query.folded)
+
+
+def session_filter(query: SearchQuery) -> Q:
+    """The sessions the query finds: by title, by an item, or by a blob they reference."""
+    if not query.full:
+        # No index can look up fewer than three characters; titles are few enough to scan.
+        # LIKE is case-insensitive for ASCII on SQLite only, which changes nothing here:
+        # both sides are folded, so neither has an ASCII capital.
+        titles = SearchChunk.objects.filter(source=Source.TITLE, folded__contains=query.folded)
+        return Q(pk__in=titles.values("session_id"))
+    # One lookup of the index per statement: a chunk's own session (a title or an item),
+    # or through its blob, every session that references that blob.
+    found = matching_chunks(query).annotate(
+        found_in=Coalesce("session_id", "blob__refs__session_id")
+    )
+    return Q(pk__in=found.values("found_in"))
+
+
+@dataclass(frozen=True, slots=True)
+class Place:
+    """Where a session has a hit: an item's text, calls or output, or a blob (found through
+    the item that references it). One place however often it matches there."""
+
+    session_id: uuid.UUID
+    seq: int  # the item; for a blob, the item that references it (its promoted output)
+    item_type: str
+    tool: str
+    source: str
+    chunk_id: int  # the first matching chunk there
+    blob_id: uuid.UUID | None = None
+    blob_kind: str = ""
+
+    @property
+    def sort_key(self) -> tuple[int, int, str]:
+        return (self.seq, _SOURCE_ORDER.get(self.source, 9), str(self.blob_id or ""))
+
+    @property
+    def is_step(self) -> bool:
+        """A tool result: the timeline's step anchors (`#step-<seq>`) name it."""
+        return self.item_type == Item.Type.TOOL_RESULT
+
+
+def session_places(query: SearchQuery, session_ids: Sequence[uuid.UUID]) -> dict[Any, list[Place]]:
+    """Every place where each of *session_ids* has a hit for a full query, in timeline
+    order (by item, then text, calls, output, blob). Titles are not places."""
+    places: dict[Any, list[Place]] = {session_id: [] for session_id in session_ids}
+    if not query.full or not session_ids:
+        return places
+    refs = BlobRef.objects.filter(session_id__in=session_ids)
+    # Items' and blobs' chunks in one lookup of the index, each place's first chunk first.
+    found = (
+        matching_chunks(query)
+        .filter(
+            Q(session_id__in=session_ids, item__isnull=False)
+            | Q(blob_id__in=refs.values("blob_id"))
+        )
+        .order_by("start", "pk")
+        .values_list(
+            "pk",
+            "session_id",
+            "source",
+            "item__seq",
+            "item__type",
+            "item__tool",
+            "blob_id",
+            "blob__kind",
+        )
+    )
+    seen: set[tuple[Any, ...]] = set()
+    first_chunk: dict[uuid.UUID, tuple[int, str]] = {}
+    for pk, session_id, source, seq, item_type, tool, blob_id, kind in found:
+        if blob_id is not None:
+            first_chunk.setdefault(blob_id, (pk, kind))
+        elif (session_id, seq, source) not in seen:
+            seen.add((session_id, seq, source))
+            places[session_id].append(Place(session_id, seq, item_type, tool, source, pk))
+    if first_chunk:
+        referencing = refs.filter(blob_id__in=list(first_chunk)).values_list(
+            "session_id", "blob_id", "item__seq", "item__type", "item__tool"
+        )
+        chosen: dict[tuple[Any, Any], tuple[bool, int, str, str]] = {}
+        for session_id, blob_id, seq, item_type, tool in referencing:
+            # The output that was promoted into the blob, rather than a later inspect of it.
+            rank = (item_type != Item.Type.TOOL_RESULT or tool == "inspect", seq, item_type, tool)
+            key = (session_id, blob_id)
+            if key not in chosen or rank < chosen[key]:
+                chosen[key] = rank
+        for (session_id, blob_id), (_, seq, item_type, tool) in chosen.items():
+            pk, kind = first_chunk[blob_id]
+            places[session_id].append(
+                Place(session_id, seq, item_type, tool, Source.BLOB, pk, blob_id, kind)
+            )
+    for found in places.values():
+        found.sort(key=lambda place: place.sort_key)
+    return places
+
+
+@dataclass(frozen=True, slots=True)
+class Snippet:
+    before: str
+    match: str
+    after: str
+    line: int  # the line of the match within the whole text (1-based)
+    matched_text: str  # the match as it is in the text (newlines kept)
+    offset: int = 0  # where the match starts in its chunk, in characters
+
+
+def snippet(chunk: SearchChunk, query: SearchQuery, *, chars: int = SNIPPET_CHARS) -> Snippet:
+    """The match of *query* in *chunk* with the rest of its line around it (up to *chars*
+    characters either side), whitespace runs shown as one space; the match as the text has
+    it (its case, before folding)."""
+    text = chunk.text
+    folded = text.casefold()  # as stored (chunks_by_id leaves that column in the database)
+    position = folded.find(query.folded)
+    if position < 0:  # cannot happen for a chunk the index found; show its start
+        start = end = 0
+    else:
+        start, end = _unfolded_span(text, folded, position, position + len(query.folded))
+    # The rest of the match's line(s), as grep shows a hit: at most *chars* either side.
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", end)
+    line_end = len(text) if line_end < 0 else line_end
+    first = max(line_start, start - chars)
+    last = min(line_end, end + chars)
+    return Snippet(
+        before=("…" if first > line_start else "") + _one_line(text[first:start]),
+        match=_one_line(text[start:end]),
+        after=_one_line(text[end:last]) + ("…" if last < line_end else ""),
+        line=chunk.line + text.count("\n", 0, start),
+        matched_text=text[start:end],
+        offset=start,
+    )
+
+
+def _unfolded_span(text: str, folded: str, start: int, end: int) -> tuple[int, int]:
+    """The characters of *text* whose folding covers folded[start:end]. Each character
+    folds on its own (casefold has no context), to one or more characters."""
+    if len(folded) == len(text):  # every character folded to one: offsets agree
+        return start, end
+    position, first = 0, None
+    for index, char in enumerate(text):
+        position += len(char.casefold())
+        if first is None and position > start:
+            first = index
+        if position >= end:
+            return first or 0, index + 1
+    return first or 0, len(text)
+
+
+def _one_line(text: str) -> str:
+    return _WHITESPACE.sub(" ", text)
+
+
+# A grep: selector with the hit as a literal: these are the characters that mean something
+# in both Python's re and RE2; escaped with a backslash, each stands for itself in both.
+_REGEX_SPECIAL = re.compile(r"([\\.^$|?*+()\[\]{}])")
+
+
+def regex_literal(text: str) -> str:
+    return _REGEX_SPECIAL.sub(r"\\\1", text)
+
+
+def grep_selector(matched_text: str) -> str:
+    """`grep:<the hit's first non-blank line, as a literal>`; "" when it has none."""
+    line = next((part for part in matched_text.split("\n") if part.strip()), "")
+    if not line:
+        return ""
+    pattern = regex_literal(line.rstrip("\r"))
+    # Quoted as JSON where the bare form would not read back: a "|" may look like the
+    # start of another step, edge spaces would be stripped.
+    if (
+        "|" in pattern
+        or pattern != pattern.strip()
+        or pattern.startswith('"')
+        or any(c < " " for c in pattern)
+    ):
+        return "grep:" + json.dumps(pattern, ensure_ascii=False)
+    return f"grep:{pattern}"
+
+
+# In a JSON blob's indented text (two spaces a level), a line at the first level that opens
+# an array's entry (not one that closes it), and an object's key line at that level.
+_ENTRY_LINE = re.compile(r"^  [^ \]}]", re.MULTILINE)
+_KEY_LINE = re.compile(r'^  "', re.MULTILINE)
+
+
+def json_hit_selector(chunk: SearchChunk, offset: int, kind: str) -> str:
+    """The selector that shows the first-level part of a JSON blob holding the hit at
+    *offset* in *chunk*: `slice:N..N+1` for an array's entry, `key:name` for an object's
+    key; "" when the hit is outside any (a bracket line, a lone value).
+
+    Read from the index (the chunks before this one), never from the blob's file.
+    """
+    if kind not in ("json_array", "json_object"):
+        return ""
+    earlier = SearchChunk.objects.filter(blob_id=chunk.blob_id, start__lt=chunk.start)
+    pieces, covered = [], 0
+    for start, text in earlier.order_by("start").values_list("start", "text"):
+        pieces.append(text[covered - start :])  # chunks overlap: each part once
+        covered = start + len(text)
+    prefix = "".join(pieces)[: chunk.start] + chunk.text[:offset]
+    if kind == "json_array":
+        entries = len(_ENTRY_LINE.findall(prefix))
+        return f"slice:{entries - 1}..{entries}" if entries else ""
+    key_line = None
+    for key_line in _KEY_LINE.finditer(prefix):  # noqa: B007 - the last one is wanted
+        pass
+    if key_line is None:
+        return ""
+    try:
+        name, _ = json.JSONDecoder().raw_decode(prefix, key_line.start() + 2)
+    except ValueError:
+        return ""
+    return str(Key(name)) if isinstance(name, str) else ""
+
+
+def chunks_by_id(ids: Iterable[int]) -> dict[int, SearchChunk]:
+    """The chunks for snippets, without their folded copy (folding again is cheaper than
+    reading it)."""
+    return SearchChunk.objects.defer("folded").in_bulk(list(set(ids)))
