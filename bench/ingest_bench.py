@@ -15,17 +15,17 @@ temporary data folder and, when DATABASE_URL names PostgreSQL or a server answer
 Printed for each run: items/s of the ingest (files read and parsed, outputs promoted and
 stored as blobs, every row written), the ratio to the goal of 10,000 items/s, and the
 linearity (items/s at the largest size over items/s at the smallest), and items per
-CPU-second, which a busy machine changes less: this process's CPU, its workers' and, for
-a PostgreSQL server on this machine, that of the server process doing the database's
-work (read from its /proc). Search indexing of
+CPU-second, which a busy machine changes less: this process's CPU and, for a PostgreSQL
+server on this machine, that of the server process doing the database's work (read from
+its /proc). Search indexing of
 item and blob text, which ingest runs after each session's transaction, is timed apart and
 printed in MB/s beside it (and in MB per CPU-second, server included); the time given
 as "all" includes it. A phase split says where
 the ingest time went: reading and parsing the recordings, promotion (summaries included),
 writing blob files (with whatever core writes beside them), and the database.
 
-The ingest's CPU is split between this process, its workers and the PostgreSQL server,
-and each phase shows its CPU beside its time.
+The ingest's CPU is split between this process and the PostgreSQL server, and each phase
+shows its CPU beside its time.
 Before each run the bench waits until creating a file costs what it does on a quiet disk
 (see settle), and prints that cost: files deleted just before a run (by the bench's
 previous run, or by a test suite) must not be measured. The bench deletes nothing until
@@ -277,7 +277,7 @@ class Timers:
         setattr(owner, attribute, timed)
 
 
-def child(folder: Path, data: Path, profile: bool, jobs_given: int | None) -> None:
+def child(folder: Path, data: Path, profile: bool) -> None:
     """Ingest *folder* into a fresh database (DATABASE_URL, else SQLite in *data*); print
     the result as one JSON line."""
     os.environ["BLOBVIEWER_DATA"] = str(data)
@@ -296,16 +296,9 @@ def child(folder: Path, data: Path, profile: bool, jobs_given: int | None) -> No
 
     call_command("migrate", verbosity=0)
     timers = Timers()
-    ended_servers = ended_server_cpu(connection)
-    if ended_servers:
-        # The server that ran the migrations ends now, not during the ingest (whose
-        # worker processes, if any, have servers of their own that end with them).
-        connection.close()
-        if not _workers_disconnected():
-            ended_servers = None
     ingest_server = server_cpu(connection)
-    # Search indexing is measured apart, after the ingest (which skips it here; its worker
-    # processes, if any, are forked with this); the rest is the ingest proper, in phases.
+    # Search indexing is measured apart, after the ingest (which skips it here); the rest
+    # is the ingest proper, in phases.
     index_session = blobviewer.ingest.sessions.index_session
     blobviewer.ingest.sessions.index_session = lambda *args, **kwargs: None
     timers.wrap(blobviewer.ingest.sessions, "open_recording", "read")
@@ -328,24 +321,16 @@ def child(folder: Path, data: Path, profile: bool, jobs_given: int | None) -> No
     started, own_started = time.perf_counter(), time.process_time()
     cpu_started = own_started + _children_cpu()
     server_started = ingest_server() if ingest_server else 0.0
-    ended_started = ended_servers() if ended_servers else 0.0
-    jobs = [] if jobs_given is None else ["--jobs", str(jobs_given)]
     try:
-        call_command("ingest", *files, *jobs, stdout=out, stderr=err)
+        call_command("ingest", *files, stdout=out, stderr=err)
     except CommandError as error:  # some files failed: the checks below say which
         err.write(f"{error}\n")
     finally:
         total = time.perf_counter() - started
-        # This process and its worker processes (reaped once the command is done).
+        # This process and any child processes (reaped once the command is done).
         own_cpu = time.process_time() - own_started
         cpu = own_cpu + _children_cpu() + own_started - cpu_started
-        # The server process of this connection: with worker processes, theirs are others.
-        parallel = connection.connection is None
-        server_cpu_spent = (
-            ingest_server() - server_started if ingest_server and not parallel else None
-        )
-        if parallel and ended_servers and _workers_disconnected():
-            server_cpu_spent = ended_servers() - ended_started
+        server_cpu_spent = ingest_server() - server_started if ingest_server else None
         if profiler is not None:
             import pstats
 
@@ -356,7 +341,6 @@ def child(folder: Path, data: Path, profile: bool, jobs_given: int | None) -> No
     from blobviewer.data_dir import blob_store
     from blobviewer.models import Session
 
-    # The server process of this connection (a new one after an ingest by workers).
     server = server_cpu(connection)
     search_started, search_cpu_started = time.perf_counter(), time.process_time()
     search_server_started = server() if server else 0.0
@@ -375,7 +359,6 @@ def child(folder: Path, data: Path, profile: bool, jobs_given: int | None) -> No
         # PostgreSQL's work is done by its server process, which this one does not count.
         "server_cpu": server_cpu_spent,
         "search_server_cpu": server() - search_server_started if server else 0.0,
-        "parallel": parallel,
         "vendor": connection.vendor,
     }
     result.update(_recorded(len(files), out.getvalue(), err.getvalue()))
@@ -388,20 +371,6 @@ def server_cpu(connection: Any) -> Callable[[], float] | None:
     None for SQLite (its work is this process's) or a server elsewhere."""
     pid = _backend_pid(connection)
     return None if pid is None else _cpu_of(pid, children=False)
-
-
-def ended_server_cpu(connection: Any) -> Callable[[], float] | None:
-    """A function giving the CPU seconds of the PostgreSQL server processes that have
-    ended so far (the postmaster counts its children's once it reaps them): with --jobs,
-    the servers of the workers' connections, which end with them. None as server_cpu."""
-    pid = _backend_pid(connection)
-    if pid is None:
-        return None
-    try:
-        postmaster = int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[1])
-    except (OSError, ValueError, IndexError):
-        return None
-    return _cpu_of(postmaster, children=True)
 
 
 def _backend_pid(connection: Any) -> int | None:
@@ -429,26 +398,6 @@ def _cpu_of(pid: int, *, children: bool) -> Callable[[], float] | None:
     except (OSError, ValueError, IndexError):
         return None
     return read
-
-
-def _workers_disconnected(limit: float = 10.0) -> bool:
-    """Wait until no other connection to this database is left (the workers' servers
-    have ended); False if some are still there after *limit* seconds."""
-    from django.db import connection
-
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT count(*) FROM pg_stat_activity"
-                " WHERE datname = current_database() AND pid <> pg_backend_pid()"
-            )
-            (others,) = cursor.fetchone()
-        if not others:
-            time.sleep(0.2)  # reaped by the postmaster a moment after they end
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def _children_cpu() -> float:
@@ -532,9 +481,7 @@ def settle(folder: Path, *, limit: float = 420.0) -> float:
         time.sleep(1.0)
 
 
-def run(
-    folder: Path, database: str | None, *, profile: bool = False, jobs: int | None = None
-) -> dict[str, Any]:
+def run(folder: Path, database: str | None, *, profile: bool = False) -> dict[str, Any]:
     """One ingest of *folder* in a fresh subprocess; SQLite unless *database* is a URL."""
     # Removed with the rest when the bench ends, not now: see settle.
     data = tempfile.mkdtemp(prefix="data-", dir=folder.parent)
@@ -546,8 +493,6 @@ def run(
     command = [sys.executable, __file__, "--child", str(folder), "--data", data]
     if profile:
         command.append("--child-profile")
-    if jobs is not None:
-        command += ["--child-jobs", str(jobs)]
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
     if profile:
         sys.stdout.write(done.stderr)
@@ -613,27 +558,18 @@ def report(name: str, results: list[dict[str, Any]]) -> int:
             f"{mb / search_cpu if search_cpu else 0:.2f} MB per CPU-second)"
         )
         own = result["own_cpu"] - result["search_cpu"]
-        workers = result["cpu"] - result["own_cpu"]
-        split = f"this process {own:.1f}s, its workers {workers:.1f}s"
-        if result.get("server_cpu") is not None and result.get("parallel"):
-            split += (
-                f", the PostgreSQL servers of their connections {result['server_cpu']:.1f}s"
-                " (with any other server process that ended meanwhile)"
-            )
-        elif result.get("server_cpu") is not None:
+        split = f"this process {own:.1f}s"
+        if children := result["cpu"] - result["own_cpu"]:
+            split += f", its child processes {children:.1f}s"
+        if result.get("server_cpu") is not None:
             split += f", the PostgreSQL server {result['server_cpu']:.1f}s"
-        elif result.get("parallel"):
-            split += " (the PostgreSQL servers of the workers' connections: not measured)"
         print(f"{'':>8} the ingest's CPU: {split}")
         quiet = "" if result["create_cost"] < QUIET_CREATE else ": NOT QUIET, slower than usual"
         print(
             f"{'':>8} creating a file cost {result['create_cost'] * 1e6:.0f} µs just before "
             f"the run (see settle){quiet}"
         )
-        if result.get("parallel"):
-            print(f"{'':>8} files ingested by worker processes (ingest --jobs): no phases")
-        else:
-            print_phases(result, ingest)
+        print_phases(result, ingest)
         for problem in result["problems"]:
             failures += 1
             print(f"{'':>8} CHECK FAILED: {problem}")
@@ -652,19 +588,12 @@ def main() -> int:
     parser.add_argument("--items", default=DEFAULT_SIZES, help="comma-separated sizes")
     parser.add_argument("--databases", default="sqlite,postgresql")
     parser.add_argument("--profile", type=int, metavar="N", help="profile one run of N items")
-    parser.add_argument(
-        "--jobs",
-        type=int,
-        metavar="N",
-        help="PostgreSQL: `ingest --jobs N` (default: the command's own default)",
-    )
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--data", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--child-profile", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--child-jobs", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        child(args.child, args.data, args.child_profile, args.child_jobs)
+        child(args.child, args.data, args.child_profile)
         return 0
 
     fixtures = Path(os.environ.get("BLOBVIEWER_FIXTURES") or REPO.parent / "shared/fixtures/real")
@@ -700,13 +629,11 @@ def main() -> int:
             results = []
             for size in sizes:
                 if url is None:
-                    results.append(run(folders[size], None, profile=bool(args.profile), jobs=1))
+                    results.append(run(folders[size], None, profile=bool(args.profile)))
                     continue
                 database = f"ingest_bench_{os.getpid()}_{size}"
                 with postgres_database(url, database) as database_url:
-                    results.append(
-                        run(folders[size], database_url, profile=bool(args.profile), jobs=args.jobs)
-                    )
+                    results.append(run(folders[size], database_url, profile=bool(args.profile)))
             failures += report(name, results)
         if "postgresql" in wanted and not server:
             print("\nPostgreSQL: no server (set DATABASE_URL, or run one on 127.0.0.1:5432)")

@@ -110,18 +110,6 @@ class IngestError(Exception):
         where = f"{path}:{line}" if line else path
         super().__init__(f"{where}: {message}" + (f" ({detail})" if detail else ""))
 
-    def __reduce__(self) -> tuple[Any, ...]:
-        # Sent back from a worker process (blobviewer.ingest.parallel) as it is: the
-        # default would call __init__ again with the message alone.
-        return _rebuilt_error, (type(self), self.args, self.__dict__)
-
-
-def _rebuilt_error(kind: type[IngestError], args: tuple[Any, ...], state: dict[str, Any]) -> Any:
-    error = kind.__new__(kind)
-    error.args = args
-    error.__dict__.update(state)
-    return error
-
 
 @dataclass(frozen=True)
 class IngestResult:

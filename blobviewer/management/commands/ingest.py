@@ -15,8 +15,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
-from functools import partial
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,13 +28,6 @@ from blobviewer.data_dir import blob_store
 from blobviewer.ingest.agent_folders import RecordingFilter, describe_search, find_agent_folders
 from blobviewer.ingest.database_ready import DatabaseNotReady, prepare_database
 from blobviewer.ingest.kept_recordings import keep_copies
-from blobviewer.ingest.parallel import (
-    MAX_JOBS,
-    default_jobs,
-    in_workers,
-    ingest_in_workers,
-    unavailable,
-)
 from blobviewer.ingest.progress import ProgressLine, Unended, is_terminal
 from blobviewer.ingest.rebuild import rebuild_targets, still_outdated
 from blobviewer.ingest.sessions import (
@@ -140,14 +132,6 @@ class Command(BaseCommand):
             help="ingest sessions that `prune` deleted again (they are skipped otherwise)",
         )
         parser.add_argument(
-            "--jobs",
-            type=int,
-            metavar="N",
-            help="ingest N files at once, in worker processes (PostgreSQL only; default: "
-            "one per core, at most four, on PostgreSQL; 1 on SQLite, which takes one "
-            "writer at a time). Output stays in file order",
-        )
-        parser.add_argument(
             "--owner",
             metavar="USER",
             help="the user the sessions belong to: their API tokens may add to them "
@@ -171,7 +155,6 @@ class Command(BaseCommand):
         owner: str | None = None,
         rebuild: bool = False,
         rebuild_all: bool = False,
-        jobs: int | None = None,
         **options: Any,
     ) -> None:
         if rebuild_all and not rebuild:
@@ -185,16 +168,10 @@ class Command(BaseCommand):
             raise CommandError(
                 "give the recordings to ingest: manage.py ingest PATH... (or --agents)"
             )
-        if jobs is not None and jobs < 1:
-            raise CommandError("--jobs: give a number of processes, 1 or more")
-        if jobs is not None and jobs > MAX_JOBS:
-            raise CommandError(f"--jobs: at most {MAX_JOBS} processes")
         try:
             migrated = prepare_database()
         except DatabaseNotReady as error:
             raise CommandError(str(error)) from None
-        if jobs is not None and (why := unavailable(jobs)):
-            raise CommandError(f"--jobs {jobs}: {why}")
         if migrated:
             self.stdout.write(migrated)
         copies = kept_recordings()
@@ -227,7 +204,6 @@ class Command(BaseCommand):
         present = [path for path in paths if path.exists()]
         sources = targets.copies if targets is not None else {}
         run = _Options(blob_store(), force, owner_user, rebuild, copies, sources)
-        self._jobs = default_jobs() if jobs is None else jobs
         stop = threading.Event()
         with stop_on_signals(stop):
             if watch:
@@ -276,10 +252,7 @@ class Command(BaseCommand):
         )
         self._progress = progress
         try:
-            if seen is None and len(files) > 1 and in_workers(self._jobs):
-                self._in_workers(files, run, stop, tally)
-            else:
-                self._in_turn(files, run, stop, tally, seen, said)
+            self._in_turn(files, run, stop, tally, seen, said)
         finally:
             if progress is not None:
                 progress.clear()
@@ -313,25 +286,6 @@ class Command(BaseCommand):
                 seen.remember(path, key)
             tally.done = number
 
-    def _in_workers(
-        self, files: list[tuple[Path, bool]], run: _Options, stop: threading.Event, tally: _Pass
-    ) -> None:
-        """The files in --jobs worker processes (blobviewer.ingest.parallel), reported in
-        their order as each is done."""
-        done = ingest_in_workers(
-            files,
-            partial(_ingest_in_worker, run),
-            jobs=self._jobs,
-            stop=stop,
-            here=lambda file: _outcomes(file[0], run),
-        )
-        self._show_progress(1, tally, files[0][0])
-        for number, ((path, named), outcomes) in enumerate(done, start=1):
-            self._report(run.recording(path), named, f"[{number}/{len(files)}] ", tally, outcomes)
-            tally.done = number
-            if number < len(files):
-                self._show_progress(number + 1, tally, files[number][0])
-
     def _show_progress(self, number: int, tally: _Tally, path: Path) -> None:
         """On a terminal: file *number* (*path*) is next."""
         if self._progress is not None:
@@ -340,7 +294,6 @@ class Command(BaseCommand):
     # --- one recording ----------------------------------------------------------------------
 
     _progress: ProgressLine | None = None
-    _jobs = 1  # files ingested at once (see _handle)
 
     def _say(self, line: str, *, error: bool = False, quiet: bool = False) -> None:
         """A line about one file: on a terminal above the progress line (a *quiet* line, a
@@ -503,20 +456,6 @@ class Command(BaseCommand):
             f"{watched.ingested} changed recordings ingested{failed}, "
             f"{watched.new_items} new items while watching"
         )
-
-
-_worker_run: _Options | None = None  # in an ingest worker process: its own options
-
-
-def _ingest_in_worker(run: _Options, file: tuple[Path, bool]) -> list[tuple[str, Any]]:
-    """In a worker process (blobviewer.ingest.parallel): _outcomes of *file*, with a blob
-    store and kept copies opened by the worker (an object store's client must not be
-    shared across a fork; the database connection is the worker's own already)."""
-    global _worker_run
-    if _worker_run is None:
-        copies = kept_recordings() if run.copies is not None else None
-        _worker_run = replace(run, store=blob_store(), copies=copies)
-    return _outcomes(file[0], _worker_run)
 
 
 def _outcomes(path: Path, run: _Options) -> list[tuple[str, Any]]:
