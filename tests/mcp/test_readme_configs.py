@@ -1,4 +1,4 @@
-"""README, "Use it from your agent": every configuration snippet (Claude Code's
+"""docs/mcp.md, "Configure your agent": every configuration snippet (Claude Code's
 `claude mcp add` and `.mcp.json`, Codex CLI's config.toml, Gemini CLI's settings.json)
 starts a command that answers the MCP handshake and lists the wrapped filesystem
 server's tools with `inspect`.
@@ -24,7 +24,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 REPO = Path(__file__).resolve().parents[2]
-SECTION = "## Use it from your agent"
+SECTION = "## Configure your agent"
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 TOKEN = "bv_a-token-from-the-environment"
 
@@ -40,7 +40,7 @@ class Launch:
 
 
 def section() -> str:
-    text = (REPO / "README.md").read_text(encoding="utf-8")
+    text = (REPO / "docs" / "mcp.md").read_text(encoding="utf-8")
     start = text.index(SECTION)
     end = text.find("\n## ", start + len(SECTION))
     return text[start : end if end != -1 else len(text)]
