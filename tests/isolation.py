@@ -82,19 +82,21 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 
 @pytest.fixture(autouse=True)
-def own_folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+def own_folders(tmp_path: Path) -> Iterator[Path]:
     """This test's data folder (settings.BLOBVIEWER_DATA and the environment's) and its
-    temporary folder (TMPDIR, for subprocesses too, and tempfile's)."""
+    temporary folder (TMPDIR, for subprocesses too, and tempfile's). A patcher of its own,
+    so that a test's `monkeypatch.undo()` cannot put ./data back."""
     data = tmp_path / "data"
     temp = tmp_path / "tmp"
     data.mkdir(exist_ok=True)
     temp.mkdir(exist_ok=True)
-    monkeypatch.setenv("BLOBVIEWER_DATA", str(data))
-    monkeypatch.setenv("TMPDIR", str(temp))
-    monkeypatch.setattr(tempfile, "tempdir", str(temp))
-    if "django.conf" in sys.modules:
-        from django.conf import settings
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("BLOBVIEWER_DATA", str(data))
+        patch.setenv("TMPDIR", str(temp))
+        patch.setattr(tempfile, "tempdir", str(temp))
+        if "django.conf" in sys.modules:
+            from django.conf import settings
 
-        if settings.configured:
-            monkeypatch.setattr(settings, "BLOBVIEWER_DATA", data)
-    yield data
+            if settings.configured:
+                patch.setattr(settings, "BLOBVIEWER_DATA", data)
+        yield data

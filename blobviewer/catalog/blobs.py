@@ -5,10 +5,10 @@ store's `.index/`), which the first reading makes for a blob stored before index
 existed, so a JSON blob is not parsed whole for them; a big JSON blob also gets its
 indented rendering in `derived/`, written an entry at a time (blobviewer.catalog.renderings).
 
-Rows are written by what brings blobs in: ingest and uploads (index_blobs, refresh_blob)
-and `manage.py blobs index` (index_store) for blobs that agents or the CLI wrote straight
+Rows are written by what brings blobs in: ingest and uploads (catalog_blobs, refresh_blob)
+and `manage.py blobs index` (catalog_store) for blobs that agents or the CLI wrote straight
 into the store. Page requests never write rows nor list the store: blob_for_view reads a
-blob the database does not know (yet) through the store, and store_index_note tells the
+blob the database does not know (yet) through the store, and catalog_note tells the
 blob list, from two file stats, whether the store changed since the last index run.
 
 On an object store there is no folder whose time changes: `blobs index` lists the bucket
@@ -59,7 +59,7 @@ from core.store.s3 import S3BlobStore  # boto3 only when an object store is used
 
 @dataclass
 class BlobFacts:
-    """Blob rows for a set of ids, read from the store by index_blobs and not saved yet:
+    """Blob rows for a set of ids, read from the store by catalog_blobs and not saved yet:
     *rows* holds every id's row, *new* the rows to insert, *reread* the rows that said
     missing or unreadable and were read again; *made* the ids of new rows for blobs the
     caller has just stored, which no other row can have. save() writes them in a few
@@ -96,7 +96,7 @@ class BlobFacts:
             row.save()
 
 
-def index_blobs(
+def catalog_blobs(
     blob_ids: Iterable[uuid.UUID],
     *,
     store: BlobStore,
@@ -302,7 +302,7 @@ def as_missing(blob: Blob) -> Blob:
     return blob
 
 
-def indexed_blob(blob_id: uuid.UUID, *, store: BlobStore) -> Blob | None:
+def catalogued_blob(blob_id: uuid.UUID, *, store: BlobStore) -> Blob | None:
     """The blob's row for a request that writes (e.g. making a share link): made or
     re-read from the store when the database does not know the blob as the store has it;
     None when neither knows the id."""
@@ -322,7 +322,7 @@ def indexed_blob(blob_id: uuid.UUID, *, store: BlobStore) -> Blob | None:
 
 
 @dataclass(frozen=True)
-class IndexReport:
+class CatalogReport:
     in_store: int  # blobs the store held when it was listed
     added: int  # rows made for blobs the database did not know
     reread: int  # rows that said missing or unreadable, read again
@@ -332,13 +332,13 @@ class IndexReport:
     listed_since: datetime | None = None
 
 
-def index_store(
+def catalog_store(
     store: BlobStore,
     *,
     every: int = 1000,
     progress: Callable[[int, int], None] | None = None,
     full: bool = False,
-) -> IndexReport:
+) -> CatalogReport:
     """Bring the Blob rows in step with the store: a row for every blob the database does
     not know, a new reading of rows that say missing or unreadable while the store has the
     blob, and rows of blobs gone from the store marked missing. Idempotent.
@@ -346,7 +346,7 @@ def index_store(
     Rows are saved *every* blobs at a time, each batch in one transaction, and
     ``progress(done, total)`` is called after each batch. Afterwards the store's
     modification time, taken before it was listed, is remembered beside it (see
-    store_index_note). On an object store that was indexed before, only the blobs after
+    catalog_note). On an object store that was indexed before, only the blobs after
     the remembered marker (less INDEX_WINDOW) are listed, unless *full* or the database
     has no blob row yet (module docstring); blobs gone from the store are then not
     looked for. Raises BlobStoreError
@@ -380,7 +380,7 @@ def index_store(
         _write_marker(mtime)
     if isinstance(store, S3BlobStore):
         _write_object_marker(store, on_disk, started=started, previous=None)
-    return IndexReport(len(on_disk), len(new), len(stale), len(vanished))
+    return CatalogReport(len(on_disk), len(new), len(stale), len(vanished))
 
 
 def _bring_in_step(
@@ -443,8 +443,8 @@ def _index_window(
     *,
     every: int,
     progress: Callable[[int, int], None] | None,
-) -> IndexReport:
-    """index_store from the marker: the blobs created since INDEX_WINDOW before the newest
+) -> CatalogReport:
+    """catalog_store from the marker: the blobs created since INDEX_WINDOW before the newest
     one of the last listing."""
     newest = int(str(marker["newest_ms"]))
     started = timezone.now()
@@ -463,7 +463,7 @@ def _index_window(
     _bring_in_step(store, new, stale, (), every=every, progress=progress)
     _write_object_marker(store, listed, started=started, previous=newest)
     since = datetime.fromtimestamp(window_ms / 1000, tz=UTC)
-    return IndexReport(len(listed), len(new), len(stale), 0, listed_since=since)
+    return CatalogReport(len(listed), len(new), len(stale), 0, listed_since=since)
 
 
 def _key_at(ms: int) -> str:
@@ -521,26 +521,26 @@ def _write_object_marker(
     store.objects(MARKER_FOLDER).put(MARKER_NAME, json.dumps(data).encode())
 
 
-def _object_store_note(store: S3BlobStore) -> IndexNote | None:
+def _object_store_note(store: S3BlobStore) -> CatalogNote | None:
     """The blob list's note on an object store: a UUID v7 blob made after the newest one
     the last `blobs index` listed (one LIST request, and the marker's GET)."""
     try:
         marker = _object_marker(store)
         if marker is None:  # never indexed: a note when there is a blob to index
-            return IndexNote(None) if next(iter(_blobs_after(store, 0)), None) else None
+            return CatalogNote(None) if next(iter(_blobs_after(store, 0)), None) else None
         newest = int(str(marker["newest_ms"]))
         for number, blob_id in enumerate(_blobs_after(store, newest + 1)):
             if number >= NOTE_LISTING:
                 break
             if _created_ms(blob_id) is not None:
-                return IndexNote(datetime.fromisoformat(str(marker["indexed_at"])))
+                return CatalogNote(datetime.fromisoformat(str(marker["indexed_at"])))
     except BlobStoreError:
         return None  # a page never fails for its note
     return None
 
 
 # Some filesystems keep modification times in coarse ticks, so a file added in the same
-# tick as the change before it leaves the directory's time as it was. index_store waits
+# tick as the change before it leaves the directory's time as it was. catalog_store waits
 # until the store's time is this old before remembering it, so that any later change
 # shows as a different time. (Network filesystems may be coarser still; see the README.)
 SETTLE_NS = 20_000_000
@@ -566,7 +566,7 @@ def _settled_mtime(root: Path) -> int | None:
 
 
 @dataclass(frozen=True)
-class IndexNote:
+class CatalogNote:
     """The store changed since blobs were last indexed; *indexed_at* is when that was
     (None: never, on this data folder)."""
 
@@ -579,13 +579,13 @@ def _watched_folder() -> Path | None:
     return None if on_object_store() else data_dir() / "blobs"
 
 
-def marker_path() -> Path:
-    """Where index_store remembers the store's modification time: `<data>/blobs-indexed.json`
+def catalog_marker_path() -> Path:
+    """Where catalog_store remembers the store's modification time: `<data>/blobs-indexed.json`
     beside `<data>/blobs` (outside the store, so writing it does not change the store)."""
     return data_dir() / "blobs-indexed.json"
 
 
-def store_index_note() -> IndexNote | None:
+def catalog_note() -> CatalogNote | None:
     """None when the store has not changed since `blobs index` last ran, else a note.
 
     Cheap enough for every page: one stat of the store directory and one small file read,
@@ -605,16 +605,16 @@ def store_index_note() -> IndexNote | None:
     except OSError:
         return None
     try:
-        marker = json.loads(marker_path().read_bytes())
+        marker = json.loads(catalog_marker_path().read_bytes())
         indexed_mtime = int(marker["store_mtime_ns"])
         indexed_at = datetime.fromisoformat(str(marker["indexed_at"]))
     except (OSError, ValueError, TypeError, KeyError):
-        return IndexNote(None)
-    return None if indexed_mtime == mtime else IndexNote(indexed_at)
+        return CatalogNote(None)
+    return None if indexed_mtime == mtime else CatalogNote(indexed_at)
 
 
 def _write_marker(mtime: int) -> None:
-    path = marker_path()
+    path = catalog_marker_path()
     data = json.dumps({"store_mtime_ns": mtime, "indexed_at": timezone.now().isoformat()})
     # Atomically, like the store: readers see the old marker or the new one. The
     # temporary file's name is the store's, so `blobs gc` knows it for a leftover.
@@ -627,3 +627,8 @@ def _write_marker(mtime: int) -> None:
         with contextlib.suppress(OSError):
             os.unlink(temp)
         raise
+
+
+# Transitional: the ingest room still imports these under their old names.
+index_blobs = catalog_blobs
+index_store = catalog_store

@@ -184,7 +184,7 @@ _AGE = re.compile(r"(?P<number>\d{1,9})\s*(?P<unit>[smhd])")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
 
 
-def parse_age(text: str) -> timedelta:
+def parse_leftover_age(text: str) -> timedelta:
     """`90s`, `30m`, `2h`, `7d` as a timedelta; raises ValueError with a one-line message
     for anything else, or for zero (every temporary file, even one being written now)."""
     match = _AGE.fullmatch(text.strip().lower())

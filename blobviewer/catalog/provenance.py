@@ -240,7 +240,7 @@ def _calls(
 
 
 @dataclass(frozen=True, slots=True)
-class Step:
+class StepRef:
     """A step of a session, as a blob page names it."""
 
     session_id: uuid.UUID
@@ -262,7 +262,7 @@ class Step:
 class Reference:
     """An item that refers to a blob without having made it."""
 
-    step: Step
+    step: StepRef
     label: str  # `inspect`, the tool's name, `assistant message`, `user message`
     detail: str  # an inspect result's first line, less its `[blob:<id>]`; else ""
     is_error: bool
@@ -274,7 +274,7 @@ class Provenance:
     ("" when no step made the blob: its page keeps the id as its title)."""
 
     title: str
-    maker: Step | None
+    maker: StepRef | None
     references: tuple[Reference, ...]
     reference_count: int  # all of them; `references` holds the first few
 
@@ -310,7 +310,7 @@ def blob_provenance(blob: Blob, *, references: int = REFERENCES_SHOWN) -> Proven
     )
     shown = tuple(
         Reference(
-            Step(session_id, title, seq, at),
+            StepRef(session_id, title, seq, at),
             _label(kind, tool),
             _detail(blob.id, head) if kind == Item.Type.TOOL_RESULT and tool == INSPECT else "",
             is_error,
@@ -321,13 +321,13 @@ def blob_provenance(blob: Blob, *, references: int = REFERENCES_SHOWN) -> Proven
     return Provenance(blob.made_by_title if maker else "", maker, shown, count)
 
 
-def _maker(item_id: int) -> Step | None:
+def _maker(item_id: int) -> StepRef | None:
     row = (
         Item.objects.filter(pk=item_id)
         .values_list("session_id", "session__title", "seq", "at")
         .first()
     )
-    return Step(*row) if row else None
+    return StepRef(*row) if row else None
 
 
 def _label(kind: str, tool: str) -> str:
@@ -346,7 +346,7 @@ def _detail(blob_id: uuid.UUID, head: str | None) -> str:
     return first if len(first) <= _DETAIL_CHARS else first[: _DETAIL_CHARS - 1] + "…"
 
 
-def timeline_url(step: Step) -> str:
+def timeline_url(step: StepRef) -> str:
     """Where the timeline shows *step* (its page, `#step-<seq>`); the item's own page when
     the session is gone."""
     session = Session.objects.filter(id=step.session_id).first()

@@ -58,7 +58,7 @@ class RetentionError(ValueError):
     """A retention setting that makes no sense; the message is one line for the user."""
 
 
-def parse_age(text: str) -> timedelta:
+def parse_older_than(text: str) -> timedelta:
     """`90d`, `12h` or `30m` as a timedelta; raises RetentionError for anything else,
     zero included (pruning everything up to this moment is never what someone meant)."""
     match = _DURATION.fullmatch(text.strip())
@@ -410,7 +410,7 @@ def _blob_bytes(store: BlobStore, blob_id: uuid.UUID) -> int:
 
 
 def _index_bytes(store: BlobStore, blob_id: uuid.UUID) -> int:
-    """The bytes of the blob's index in the store (`.index/`, SPEC 2.6)."""
+    """The bytes of the blob's index in the store (`.index/`, docs/store.md#the-blob-index)."""
     index = store.index_reader_sync(str(blob_id))
     if index is None:
         return 0

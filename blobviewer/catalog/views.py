@@ -6,7 +6,7 @@ from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
 
-from blobviewer.catalog.blobs import store_index_note
+from blobviewer.catalog.blobs import catalog_note
 from blobviewer.catalog.listing import blob_rows, filter_choices, sort_headers
 from blobviewer.forms import BlobFilterForm
 from blobviewer.responses import render_page
@@ -26,6 +26,6 @@ def blob_list(request: HttpRequest) -> HttpResponse:
         "page": page,
         **filter_choices(form),
         "sort_headers": sort_headers(form.sort_key),
-        "index_note": store_index_note(),
+        "index_note": catalog_note(),
     }
     return render_page(request, "blob_list.html", context, fragment="blob_list.html#list")

@@ -18,7 +18,7 @@ from django.utils.cache import add_never_cache_headers
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from blobviewer.catalog.blobs import blob_for_view, indexed_blob
+from blobviewer.catalog.blobs import blob_for_view, catalogued_blob
 from blobviewer.catalog.provenance import blob_provenance
 from blobviewer.catalog.retention import pruned_blob
 from blobviewer.data_dir import blob_store
@@ -124,7 +124,7 @@ def token_revoke(request: HttpRequest, token_id: int) -> HttpResponse:
 @require_POST
 def share_create(request: HttpRequest, blob_id: uuid.UUID) -> HttpResponse:
     # A POST may index the blob (a share link needs its row); a GET never does.
-    blob = indexed_blob(blob_id, store=blob_store())
+    blob = catalogued_blob(blob_id, store=blob_store())
     if blob is None:
         raise Http404("No blob has this id.")
     form = ShareLinkForm(request.POST)

@@ -21,12 +21,12 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.template.defaultfilters import filesizeformat
 
-from blobviewer.catalog.blobs import index_store
+from blobviewer.catalog.blobs import catalog_store
 from blobviewer.catalog.leftovers import (
     DEFAULT_AGE,
     abort_stale_uploads,
     format_age,
-    parse_age,
+    parse_leftover_age,
     remove_leftovers,
 )
 from blobviewer.catalog.store_copy import DEFAULT_JOBS, CopyError, PartReport, copy_data
@@ -37,7 +37,7 @@ from core.store import BlobStoreError
 
 def _age(text: str) -> Any:
     try:
-        return parse_age(text)
+        return parse_leftover_age(text)
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
 
@@ -201,7 +201,7 @@ class Command(BaseCommand):
                 self.stderr.write(f"indexed {done:,} of {total:,} blobs")
 
         try:
-            report = index_store(store, every=every, progress=progress, full=full)
+            report = catalog_store(store, every=every, progress=progress, full=full)
             # Blobs that reached the store without an ingest or upload become searchable
             # here too; the search index is never filled by page requests.
             searchable = index_pending_blobs(store=store)

@@ -6,7 +6,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from blobviewer.catalog.retention import PruneReport, RetentionError, parse_age, prune
+from blobviewer.catalog.retention import PruneReport, RetentionError, parse_older_than, prune
+from core.wording import plural
 
 
 class Command(BaseCommand):
@@ -31,7 +32,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, older_than: str, dry_run: bool, **options: Any) -> None:
         try:
-            report = prune(older_than=parse_age(older_than), dry_run=dry_run)
+            report = prune(older_than=parse_older_than(older_than), dry_run=dry_run)
         except RetentionError as error:
             raise CommandError(str(error)) from None
         if options["verbosity"] >= 2:
@@ -54,13 +55,9 @@ def describe(report: PruneReport) -> str:
     verb, freed = ("would prune", "would free") if report.dry_run else ("pruned", "freed")
     head = "dry run, nothing deleted: " if report.dry_run else ""
     return (
-        f"{head}{verb} {_count(report.sessions, 'session')} "
-        f"({_count(report.items, 'item')}) and {_count(report.blobs, 'blob')} "
+        f"{head}{verb} {plural(report.sessions, 'session')} "
+        f"({plural(report.items, 'item')}) and {plural(report.blobs, 'blob')} "
         f"untouched since before {cutoff}\n"
         f"{freed} {report.total_bytes:,} bytes: {report.blob_bytes:,} of blob files, "
         f"{report.log_bytes:,} of session logs, {report.derived_bytes:,} of derived files"
     )
-
-
-def _count(number: int, noun: str) -> str:
-    return f"{number:,} {noun}{'' if number == 1 else 's'}"

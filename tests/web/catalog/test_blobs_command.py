@@ -171,7 +171,7 @@ def test_gc_never_touches_blobs_logs_or_other_files_however_old(data_dir, sample
         store.path_of(sample_session.text_blob),
         store.path_of(sample_session.json_blob),
         sample_session.path,
-        blob_index.marker_path(),
+        blob_index.catalog_marker_path(),
         data_dir / "sessions" / "notes.part",
         data_dir / "sessions" / ".upload-no-suffix",
         store.root / "tmp-without-dot.txt",

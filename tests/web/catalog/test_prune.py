@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from blobviewer.catalog import blobs as blob_index
 from blobviewer.catalog import retention
-from blobviewer.catalog.retention import PruneReport, RetentionError, parse_age, prune
+from blobviewer.catalog.retention import PruneReport, RetentionError, parse_older_than, prune
 from blobviewer.data_dir import renderings
 from blobviewer.ingest import sessions as ingest_module
 from blobviewer.ingest.sessions import SessionPruned, ingest_file
@@ -638,7 +638,7 @@ def test_it_refuses_a_bad_older_than_with_one_line(value, record):
 
 def test_it_refuses_an_age_that_reaches_before_year_one():
     with pytest.raises(RetentionError, match="before the year 1"):
-        prune(older_than=parse_age("999999999d"))
+        prune(older_than=parse_older_than("999999999d"))
 
 
 @pytest.mark.parametrize(
@@ -651,7 +651,7 @@ def test_it_refuses_an_age_that_reaches_before_year_one():
     ],
 )
 def test_it_reads_days_hours_and_minutes(value, expected):
-    assert parse_age(value) == expected
+    assert parse_older_than(value) == expected
 
 
 def test_hours_are_honoured(record):

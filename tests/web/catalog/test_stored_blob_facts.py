@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from blobviewer.catalog.blobs import index_blobs, read_blob_facts, stored_blob_facts
+from blobviewer.catalog.blobs import catalog_blobs, read_blob_facts, stored_blob_facts
 from blobviewer.catalog.provenance import PREVIEW_CHARS, one_line_text, preview_of
 from blobviewer.models import Blob
 from core.content import Content, Stored, Structured, Text
@@ -139,7 +139,7 @@ def test_index_blobs_takes_stored_rows_without_reading_them(
     row = stored_blob_facts(blob_id, content, store=store)
     assert row is not None
     monkeypatch.setattr(FsBlobStore, "open_sync", lambda *_: pytest.fail("read the blob"))
-    found = index_blobs([blob_id], store=store, stored={blob_id: row})
+    found = catalog_blobs([blob_id], store=store, stored={blob_id: row})
     assert found.rows == {blob_id: row}
     assert found.new == [row]
     found.save()
