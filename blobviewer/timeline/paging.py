@@ -1,29 +1,46 @@
 """How big a session page is, and how its units are cut into pages.
 
-Every part of a step the page shows is cut to a known size (arguments, output, tool name,
-importer note), so the layout can add up an upper bound of each step's HTML and keep a
-page under TIMELINE_BUDGET whatever the filter; the outline and the chart are bounded
-too, so the whole page stays under PAGE_LIMIT.
+A page holds STEPS_PER_PAGE rows. A row is a step, a message, or one text of a turn (a
+turn shows up to TURN_TEXTS_SHOWN of its texts); a turn's header takes no row of its own.
+Every part of a row is cut to a known size: a step's arguments to ARGS_BYTES, its output
+and any text to PREVIEW_BYTES (blobviewer.timeline.previews), its tool name to NAME_CHARS,
+its importer's note to NOTE_CHARS, its links to later inspect calls to READERS_SHOWN. So a
+row renders to at most ROW_BYTES, and STEPS_PER_PAGE rows stay under TIMELINE_BUDGET
+whatever the steps hold or the filter shows. The header, filters, chart and outline have
+limits of their own, and the whole page stays under PAGE_LIMIT.
 """
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from blobviewer.timeline.previews import BLOB_REF_CHARS, LINK_MARKUP, PREVIEW_BYTES
 from blobviewer.timeline.steps import Step, Unit
-from blobviewer.timeline.tool_args import html_size
 
-# A page is at most 200 KB. The header, filters, chart and outline are bounded
-# by their own limits (OUTLINE_MARKS, BIGGEST_SHOWN, TOOLS_LISTED, token_chart's); the
-# steps and messages of a page share TIMELINE_BUDGET.
 PAGE_LIMIT = 200 * 1024
+# The steps, texts and messages of a page, and the pager above and below them.
 TIMELINE_BUDGET = 110_000
+# The most a row renders to: a step with every part at its cap (4.8 KB, with tool names,
+# arguments, output and note that escape to six times their size, and three links to
+# later inspect calls) and the header of a turn without text; a message or a turn's text
+# is smaller. tests/web/timeline/test_timeline_steps.py renders such rows under every
+# filter and checks them against this.
+ROW_BYTES = 5_400
+STEPS_PER_PAGE = 20
+assert STEPS_PER_PAGE * ROW_BYTES + 2_000 <= TIMELINE_BUDGET  # 2 KB: the two pagers
+TURN_TEXTS_SHOWN = 3
+# A turn's items that show no text are anchors (`<span id="item-…">`, about 45 bytes each):
+# this many of them take a row.
+ANCHORS_PER_ROW = 100
+
+# The caps on a row's parts.
 ARGS_BYTES = 600  # a step's arguments as the timeline shows them, escaped
-NOTE_CHARS = 200  # an importer's note on a result (the template cuts it to this)
-NAME_CHARS = 80  # tool names, call ids and roles are cut to this on the timeline
+NOTE_CHARS = 200  # an importer's note on a result (_step_result.html cuts it to this)
+NAME_CHARS = 80  # tool names are cut to this on the timeline
+READERS_SHOWN = 3  # links to later inspect calls of a step's blob
+# An inspect call's link to the reader carries its selector only when it is short.
+READER_SELECTOR_BYTES = 300
+
+# The caps on the rest of the page.
 OUTLINE_MARKS = 400
 OUTLINE_BYTES = 36_000  # the outline's marks; fewer marks (each for a run of steps) past it
 BIGGEST_SHOWN = 20
@@ -34,80 +51,6 @@ CHART_MARKS_BYTES = 16_000
 META_BYTES = 4_000  # a session's meta, as `key: value` lines in the header
 TOOLS_LISTED = 60
 TOOLS_BYTES = 8_000
-READERS_SHOWN = 3  # links to later inspect calls of a step's blob
-# An inspect call's link to the reader carries its selector only when it is short.
-READER_SELECTOR_BYTES = 300
-READER_URL_BYTES = READER_SELECTOR_BYTES + 80
-# Upper bounds of the markup around the parts (measured on the templates with the longest
-# names, ids and numbers, plus a margin; tests/web/timeline/test_timeline_steps.py checks a page of
-# worst cases against PAGE_LIMIT under every filter).
-STEP_MARKUP = 1_800
-TURN_MARKUP = 900
-ITEM_ANCHOR = 40
-TEXT_MARKUP = 600
-MESSAGE_MARKUP = 1_100
-CONTINUED_MARKUP = 700
-TURN_TEXTS_SHOWN = 3
-
-
-def _text_cost(chars: int) -> int:
-    # Escaping makes a character at most 6 bytes (`&quot;`), and blob links add their
-    # markup; the preview itself stops at PREVIEW_BYTES plus a blob reference kept whole.
-    return min(PREVIEW_BYTES + BLOB_REF_CHARS + LINK_MARKUP, 10 * chars)
-
-
-class Costs:
-    """Upper bounds of the HTML a unit's head and each step render to, for one timeline
-    (its links carry its filter's query, so their length is part of the cost)."""
-
-    def __init__(
-        self,
-        link: int,
-        readers: Mapping[uuid.UUID, list[Step]],
-        blobs_of: Mapping[int, list[uuid.UUID]],
-    ) -> None:
-        self.link = link  # the longest link to a step this timeline writes
-        self.readers = readers
-        self.blobs_of = blobs_of
-        self._names: dict[str, int] = {}  # tool name -> its cost, once per name
-
-    def head(self, unit: Unit) -> int:
-        if unit.kind == "message":
-            item = unit.items[0]
-            return MESSAGE_MARKUP + _text_cost(item.text_chars)
-        texts = [item for item in unit.items if item.text_chars][:TURN_TEXTS_SHOWN]
-        return (
-            TURN_MARKUP
-            + ITEM_ANCHOR * len(unit.items)
-            + sum(TEXT_MARKUP + _text_cost(item.text_chars) for item in texts)
-        )
-
-    def step(self, step: Step) -> int:
-        tool = step.tool
-        name = self._names.get(tool)
-        if name is None:
-            name = self._names[tool] = 2 * html_size(tool[:NAME_CHARS])
-        cost = STEP_MARKUP + ARGS_BYTES + name
-        result = step.result
-        if result is not None:
-            cost += _text_cost(result.output_bytes)
-            if result.note_chars:  # shown cut to NOTE_CHARS characters
-                cost += 100 + 6 * min(result.note_chars, NOTE_CHARS)
-        if step.call is not None and step.call.inspect_blob is not None:
-            cost += self.link + 2 * READER_URL_BYTES  # "reads the output of", the reader
-        elif result is not None and result.has_blobs:
-            readers = sum(len(self.readers.get(b, ())) for b in self.blobs_of.get(result.pk, ()))
-            cost += self.link * min(readers, READERS_SHOWN)
-        return cost
-
-    def layout(self, units: list[Unit]) -> Layout:
-        return paginate(
-            units,
-            budget=TIMELINE_BUDGET,
-            head_cost=self.head,
-            step_cost=self.step,
-            continued_cost=CONTINUED_MARKUP + self.link,
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,46 +91,42 @@ class Layout:
         return self.pages[number - 1]
 
 
-def paginate(
-    units: list[Unit],
-    *,
-    budget: int,
-    head_cost: Callable[[Unit], int],
-    step_cost: Callable[[Step], int],
-    continued_cost: int,
-) -> Layout:
-    """Pack *units* into pages whose costs (bytes of HTML, as the callables estimate them)
-    add up to at most *budget*. A page always holds at least one step or unit, so a cost
-    above the budget cannot loop; a turn bigger than a page starts on a fresh page and
-    continues on the next ones, each continuation costing *continued_cost* for its head."""
+def head_rows(unit: Unit) -> int:
+    """The rows a unit takes before its steps: a message is one; a turn takes one per text
+    it shows and one per ANCHORS_PER_ROW of its items."""
+    if unit.kind == "message":
+        return 1
+    texts = sum(1 for item in unit.items if item.text_chars)
+    return min(texts, TURN_TEXTS_SHOWN) + len(unit.items) // ANCHORS_PER_ROW
+
+
+def paginate(units: list[Unit], *, per_page: int = STEPS_PER_PAGE) -> Layout:
+    """Cut *units* into pages of at most *per_page* rows (see the module docstring). A
+    unit that fits on a page is never split: it starts the next page when this one is
+    too full. A turn with more rows than a page starts on a fresh page and continues on
+    the next ones, *per_page* steps each. Every page holds at least one unit or step."""
     pages: list[list[Piece]] = [[]]
     used = 0
-
-    def new_page() -> None:
-        nonlocal used
-        pages.append([])
-        used = 0
-
     for unit in units:
-        head = head_cost(unit)
-        costs = [step_cost(step) for step in unit.steps]
-        total = head + sum(costs)
-        if total <= budget:
-            if pages[-1] and used + total > budget:
-                new_page()
-            pages[-1].append(Piece(unit, 0, len(unit.steps)))
-            used += total
+        head, steps = head_rows(unit), len(unit.steps)
+        rows = max(1, head + steps)
+        if rows <= per_page:
+            if used + rows > per_page:
+                pages.append([])
+                used = 0
+            pages[-1].append(Piece(unit, 0, steps))
+            used += rows
             continue
         if pages[-1]:
-            new_page()
-        start, used = 0, head
-        for index, cost in enumerate(costs):
-            if used + cost > budget and index > start:
-                pages[-1].append(Piece(unit, start, index))
-                new_page()
-                start, used = index, continued_cost
-            used += cost
-        pages[-1].append(Piece(unit, start, len(unit.steps)))
+            pages.append([])
+        # The first piece holds the head and as many steps as fit beside it (one at least).
+        start, end = 0, max(1, per_page - head)
+        while end < steps:
+            pages[-1].append(Piece(unit, start, end))
+            pages.append([])
+            start, end = end, end + per_page
+        pages[-1].append(Piece(unit, start, steps))
+        used = steps - start if start else rows
     if len(pages) > 1 and not pages[-1]:
         pages.pop()
 

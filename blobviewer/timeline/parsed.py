@@ -22,8 +22,8 @@ from blobviewer.timeline.paging import (
     LABEL_CHARS,
     OUTLINE_BYTES,
     OUTLINE_MARKS,
-    Costs,
     Layout,
+    paginate,
 )
 from blobviewer.timeline.skeleton import Skeleton, load_skeleton
 from blobviewer.timeline.steps import (
@@ -95,7 +95,7 @@ class ParsedSession:
 
     @cached_property
     def chart(self) -> TokenChart | None:
-        link = self._costs(StepFilter()).link  # marks link to the unfiltered pages
+        link = self._longest_link(StepFilter())  # marks link to the unfiltered pages
         return token_chart(self.units, label=_label, marks_bytes=CHART_MARKS_BYTES, link=link)
 
     def marks(self, step_filter: StepFilter, layout: Layout) -> list[tuple[Mark, str]]:
@@ -106,7 +106,7 @@ class ParsedSession:
         if found is not None:
             return found
         steps = self.shown(step_filter)[2]
-        link = self._costs(step_filter).link
+        link = self._longest_link(step_filter)
         limit = OUTLINE_MARKS
         while True:
             labelled = [(mark, _mark_label(mark)) for mark in outline_marks(steps, limit=limit)]
@@ -125,18 +125,17 @@ class ParsedSession:
             found = self._shown.get(step_filter)
         if found is None:
             units = step_filter.apply(self.units)
-            found = (units, self._costs(step_filter).layout(units), all_steps(units))
+            found = (units, paginate(units), all_steps(units))
             with self._lock:
                 self._shown[step_filter] = found
         return found
 
-    def _costs(self, step_filter: StepFilter) -> Costs:
-        # The longest link to a step: a page number of six digits, the outline switch on
-        # (so switching it never moves a step to another page), the longest anchor.
+    def _longest_link(self, step_filter: StepFilter) -> int:
+        """The bytes of the longest link to a step under the filter: a page number of six
+        digits, the outline switch on, the longest anchor, and a margin."""
         query = filter_query(step_filter)
         query.update({"outline": "biggest", "page": "999999"})
-        link = len(escape(f"{self.url}?{query.urlencode()}#call-9999999999-9999")) + 30
-        return Costs(link, self.inspections.readers, self.skeleton.blobs_of)
+        return len(escape(f"{self.url}?{query.urlencode()}#call-9999999999-9999")) + 30
 
 
 # The last few sessions' parsed skeletons, in this process: paging through a long session

@@ -22,13 +22,13 @@ from core.store.blob_id import BLOB_REF
 # Each item's text gets 1 KB: enough for any promoted output's whole summary (at most 400
 # bytes, escaped and linked).
 PREVIEW_BYTES = 1000
-BLOB_REF_CHARS = len("[blob:00000000-0000-0000-0000-000000000000]")
+_BLOB_REF_CHARS = len("[blob:00000000-0000-0000-0000-000000000000]")
 # What a `[blob:<id>]` link adds around its text (class, href, hx-get, hx-target, hx-swap,
 # and for a blob missing from the store its title).
-LINK_MARKUP = 240
+_LINK_MARKUP = 240
 # Every character is at least one byte, so this many characters fill any preview, and a
 # `[blob:<id>]` that the preview's end cuts in two can still be shown whole.
-_HEAD_CHARS = PREVIEW_BYTES + BLOB_REF_CHARS
+_HEAD_CHARS = PREVIEW_BYTES + _BLOB_REF_CHARS
 
 
 class Utf8Length(Func):
@@ -84,12 +84,12 @@ def preview(head: str, whole_bytes: int, *, budget: int = PREVIEW_BYTES) -> Prev
         shown = shown[: len(shown) * budget // cost]
         cost = _rendered_size(shown)
     if len(shown) < len(head):
-        window = max(0, len(shown) - BLOB_REF_CHARS)
-        for match in BLOB_REF.finditer(head, window, len(shown) + BLOB_REF_CHARS):
+        window = max(0, len(shown) - _BLOB_REF_CHARS)
+        for match in BLOB_REF.finditer(head, window, len(shown) + _BLOB_REF_CHARS):
             if match.start() < len(shown) < match.end():
                 shown = head[: match.end()]
     return Preview(shown, max(0, whole_bytes - utf8_size(shown)))
 
 
 def _rendered_size(text: str) -> int:
-    return len(escape(text).encode("utf-8", "surrogatepass")) + LINK_MARKUP * text.count("[blob:")
+    return len(escape(text).encode("utf-8", "surrogatepass")) + _LINK_MARKUP * text.count("[blob:")

@@ -50,7 +50,6 @@ def load_skeleton(session: Session) -> Skeleton:
             received,
             output,
             chars or 0,
-            note_chars or 0,
             role,
             bool(sidechain),
             pk in blobs_of,
@@ -69,7 +68,6 @@ def load_skeleton(session: Session) -> Skeleton:
             received,
             output,
             chars,
-            note_chars,
             role,
             sidechain,
             input_tokens,
@@ -82,8 +80,8 @@ def load_skeleton(session: Session) -> Skeleton:
 
 _ITEMS_SQL = """
     SELECT id, seq, type, call_id, tool, is_error, received_bytes, output_bytes,
-           CASE WHEN type = 'tool_result' THEN 0 ELSE LENGTH(text) END, LENGTH(note),
-           role, sidechain, input_tokens, output_tokens, context_tokens
+           CASE WHEN type = 'tool_result' THEN 0 ELSE LENGTH(text) END, role,
+           sidechain, input_tokens, output_tokens, context_tokens
     FROM {table} WHERE session_id = %s ORDER BY seq
 """
 

@@ -62,7 +62,6 @@ class ItemRow:
     received_bytes: int = 0
     output_bytes: int = 0
     text_chars: int = 0
-    note_chars: int = 0
     role: str = ""
     sidechain: bool = False
     has_blobs: bool = False

@@ -1,6 +1,7 @@
 """`/sessions/<uuid>/` as a list of steps: calls paired with their results under their
 turn, per-step bytes, errors, durations and inspect links, tokens and their chart, the
-outline, filters that keep the URL, byte-bounded pages, and the facts at the top."""
+outline, filters that keep the URL, pages of a fixed number of steps that stay under
+200 KB, and the facts at the top."""
 
 from __future__ import annotations
 
@@ -17,7 +18,14 @@ from blobviewer.data_dir import blob_store
 from blobviewer.ingest.sessions import ingest_session
 from blobviewer.models import BlobRef, Item, Session
 from blobviewer.timeline.pages import step_url
-from blobviewer.timeline.paging import OUTLINE_MARKS, PAGE_LIMIT, TIMELINE_BUDGET
+from blobviewer.timeline.paging import (
+    OUTLINE_MARKS,
+    PAGE_LIMIT,
+    ROW_BYTES,
+    STEPS_PER_PAGE,
+    TIMELINE_BUDGET,
+    paginate,
+)
 from blobviewer.timeline.steps import CallRow, ItemRow, StepFilter, build_units, size_class
 from blobviewer.timeline.timeline import Timeline
 from web.timeline_records import (
@@ -485,6 +493,56 @@ def test_a_filter_that_matches_nothing_says_so(logged_in_client, data_dir):
 # --- pages ----------------------------------------------------------------------------------
 
 
+def one_call_turns(count: int, *, text: bool = False) -> list[ItemRow]:
+    """Rows of *count* turns of one call each (with a text when *text*), and their results."""
+    rows = []
+    for n in range(count):
+        calls = (CallRow(0, f"c{n}", "run"),)
+        rows.append(ItemRow(seq=2 * n + 1, type="assistant", text_chars=int(text), calls=calls))
+        rows.append(ItemRow(seq=2 * n + 2, type="tool_result", call_id=f"c{n}", output_bytes=9))
+    return rows
+
+
+def steps_per_page(layout) -> list[int]:
+    return [sum(len(piece.steps) for piece in pieces) for pieces in layout.pages]
+
+
+def test_a_page_holds_a_fixed_number_of_steps_whatever_their_outputs():
+    small = build_units(one_call_turns(45))
+    big = build_units(one_call_turns(45))
+    for unit in big:
+        unit.steps[0].result.output_bytes = unit.steps[0].result.received_bytes = 10**9
+
+    assert steps_per_page(paginate(small)) == [STEPS_PER_PAGE, STEPS_PER_PAGE, 5]
+    assert paginate(big).page_of_anchor == paginate(small).page_of_anchor
+
+
+def test_a_turns_texts_and_each_message_take_a_row_of_the_page():
+    with_texts = build_units(one_call_turns(20, text=True))
+    messages = [ItemRow(seq=n, type="user", text_chars=5) for n in range(1, 26)]
+
+    assert steps_per_page(paginate(with_texts)) == [10, 10]
+    assert [len(pieces) for pieces in paginate(build_units(messages)).pages] == [20, 5]
+
+
+def test_a_turn_of_more_steps_than_a_page_continues_a_page_at_a_time():
+    calls = tuple(CallRow(n, f"c{n}", "run") for n in range(50))
+    rows = [ItemRow(seq=1, type="user", text_chars=2)]
+    rows.append(ItemRow(seq=2, type="assistant", text_chars=9, calls=calls))
+    rows += [ItemRow(seq=3 + n, type="tool_result", call_id=f"c{n}") for n in range(50)]
+
+    layout = paginate(build_units(rows))
+
+    # The message alone on the first page; the turn's text and 19 steps, then 20, then 11.
+    assert [[(p.start, p.end) for p in pieces if p.unit.steps] for pieces in layout.pages] == [
+        [],
+        [(0, 19)],
+        [(19, 39)],
+        [(39, 50)],
+    ]
+    assert layout.page_of_anchor["step-22"] == 3 and layout.page_of_item[2] == 2
+
+
 def test_a_turn_is_never_split_across_pages_when_it_fits_on_one(logged_in_client, data_dir):
     records = [user(1, "go")]
     seq = 2
@@ -582,6 +640,13 @@ def test_every_page_of_a_worst_case_session_stays_under_200_kb(
         timeline = html[html.index('<div id="timeline"') :]
         assert len(timeline.encode()) < TIMELINE_BUDGET
         assert "<script>" not in html.split("<script src=")[0] and HOSTILE not in html
+        # ...because each row (a step, a turn's text, a message) stays under ROW_BYTES.
+        units = re.findall(r'<article class="(?:turn|item message).*?</article>', timeline, re.S)
+        assert units
+        for unit in units:
+            rows = max(1, len(ids(unit, "step-")) + len(ids(unit, "call-")))
+            rows += unit.count('<div class="turn-text"') + unit.count('"item message')
+            assert len(unit.encode()) <= rows * ROW_BYTES, rows
 
 
 def test_a_page_out_of_range_shows_the_nearest_page(logged_in_client, data_dir):
