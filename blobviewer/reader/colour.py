@@ -27,7 +27,7 @@ from pygments.lexers.special import TextLexer
 from pygments.token import STANDARD_TYPES, _TokenType
 from pygments.util import ClassNotFound
 
-from blobviewer.timeline.tool_args import COMMAND_KEYS, PATH_KEYS, parse_arguments
+from blobviewer.timeline.tool_args import COMMAND_KEYS, PATH_KEYS, decoded_arguments
 
 # A coloured line: its text in pieces, each with the CSS class of its token type ("" for
 # plain text); the template draws them as <span class="pg-{class}">{text}</span>.
@@ -70,7 +70,7 @@ def file_named_by(tool: str, arguments: Any) -> str | None:
     """The file a tool call read, as its arguments name it: a path argument (`Read`,
     `view`, ...) or the last file argument of a command that prints files (`cat`,
     `sed -n 1,80p`, `head`); None when they name none."""
-    args = parse_arguments(arguments)
+    args = decoded_arguments(arguments)
     if not isinstance(args, dict):
         return None
     for key in PATH_KEYS:

@@ -11,7 +11,7 @@ from django.db import connections
 
 from blobviewer.models import BlobRef, Item, Session
 from blobviewer.timeline.steps import ASSISTANT, CallRow, ItemRow
-from blobviewer.timeline.tool_args import parse_arguments
+from blobviewer.timeline.tool_args import decoded_arguments
 
 
 @dataclass(frozen=True)
@@ -153,7 +153,7 @@ def _inspected_blob(arguments: Any) -> uuid.UUID | None:
     for _ in range(2):  # text of an object, or text of a string that holds the object
         if not isinstance(arguments, str):
             break
-        parsed = parse_arguments(arguments)
+        parsed = decoded_arguments(arguments)
         if parsed == arguments:
             break
         arguments = parsed

@@ -32,9 +32,9 @@ from blobviewer.timeline.steps import TOOL_CHARS, Step, StepFilter, Unit, bigges
 from blobviewer.timeline.tool_args import (
     ArgsView,
     arguments_view,
+    decoded_arguments,
     html_size,
     one_line,
-    parse_arguments,
 )
 
 
@@ -314,7 +314,7 @@ class Timeline:
 
 
 def _selector(arguments: Any) -> str:
-    arguments = parse_arguments(arguments)
+    arguments = decoded_arguments(arguments)
     if isinstance(arguments, dict) and isinstance(arguments.get("selector"), str):
         return arguments["selector"]
     return ""

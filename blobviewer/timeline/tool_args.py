@@ -139,7 +139,7 @@ class ArgsView:
         return sum(1 for line in self.diff if line.op == "-")
 
 
-def parse_arguments(arguments: Any) -> Any:
+def decoded_arguments(arguments: Any) -> Any:
     """The arguments as a JSON value: clients that record them as a JSON string get it
     parsed; a string that is not JSON stays a string."""
     if isinstance(arguments, str):
@@ -163,7 +163,7 @@ def _view(tool: str, arguments: Any, budget: int | None, *, for_title: bool = Fa
     action, command, pattern, blob id, selector): an edit's diff and the other fields,
     which come last and cost the most, are left empty."""
     cut = _TitleBudget(budget) if for_title else _Budget(budget)
-    args = parse_arguments(arguments)
+    args = decoded_arguments(arguments)
     name = tool.strip().casefold()
     if args is None or args == {} or args == "" or args == []:
         return ArgsView("none")
