@@ -1,5 +1,6 @@
 """Benchmarks for core on a large text, each printed as a ratio to a baseline measured in
-the same run (SPEC 4, "Speed"). Not a test: run it by hand or with `make bench`.
+the same run (docs/benchmarks.md#core-promotion-store-lines-grep). Not a test: run it by
+hand or with `make bench`.
 
     python bench/core_bench.py [--mb 100]
 
@@ -240,7 +241,7 @@ def main() -> None:
         print("all goals met" if not misses else f"goals missed: {', '.join(misses)}")
 
 
-# -- grep: (issue 9) --------------------------------------------------------------------------
+# -- grep: ------------------------------------------------------------------------------------
 # Each case runs in a fresh subprocess with its input already read, three times (see
 # bench/case_runs.py for what is measured).
 

@@ -1,6 +1,7 @@
-"""Promotion of a big JSON output (issue 9): promote + summarize + store, its index made in
-the same pass and kept by the store, against `orjson.loads` + write of the same output,
-both measured in this run; and the candidates the choice was made from.
+"""Promotion of a big JSON output (docs/benchmarks.md#promotion-of-big-json): promote +
+summarize + store, its index made in the same pass and kept by the store, against
+`orjson.loads` + write of the same output, both measured in this run; and the candidates
+the choice was made from.
 
     .venv/bin/python bench/promotion_bench.py [--mb 100] [--repeat 3] [--candidates]
 

@@ -1,5 +1,6 @@
-"""Benchmarks for the site on big data (SPEC 4 "Speed"), printed as ratios to baselines
-measured in the same run. Not a test: run it by hand or with `make bench`.
+"""Benchmarks for the site on big data (docs/benchmarks.md#the-sites-pages-and-search),
+printed as ratios to baselines measured in the same run. Not a test: run it by hand or
+with `make bench`.
 
     python bench/site_bench.py [--mb 100] [--steps 10000]
 
@@ -20,7 +21,7 @@ Django's test client (the whole request/response cycle, without a network):
   request would cost), and how many MB of blob text per second ingest indexes.
   `--search-only` runs just these.
 
-Sizes are the HTML bytes sent; SPEC 4 wants every blob page under 200 KB. Times are the
+Sizes are the HTML bytes sent; every blob page must stay under 200 KB. Times are the
 best of 5 requests after one warm-up.
 """
 

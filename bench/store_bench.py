@@ -1,6 +1,7 @@
-"""The S3 store against the file store (issue 14), each printed as a ratio to the file store
-measured in the same run, on a real SeaweedFS that the bench starts in a temporary folder
-and stops (tests/s3_server.py). Not a test: run it by hand or with `make bench`.
+"""The S3 store against the file store (docs/benchmarks.md#object-storage), each printed as
+a ratio to the file store measured in the same run, on a real SeaweedFS that the bench
+starts in a temporary folder and stops (tests/s3_server.py). Not a test: run it by hand or
+with `make bench`.
 
     python bench/store_bench.py [--mb 100] [--runs 3]
 

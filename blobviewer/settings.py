@@ -93,7 +93,8 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django_htmx",
     "template_partials",
-    # Failed logins, kept in the database so every server process sees them (issue 8).
+    # Failed logins, kept in the database so every server process sees them
+    # (docs/team.md#login-throttling).
     "axes",
 ]
 

@@ -1,4 +1,4 @@
-"""Promotion of a big JSON array or object without building its value (SPEC 2.3, 2.4).
+"""Promotion of a big JSON array or object without building its value (docs/promotion.md).
 
 :func:`stream_json` reads a tool output's JSON one top-level entry at a time (ijson's C
 backend over the output's UTF-8, encoded a chunk at a time) and hands the entries, a batch

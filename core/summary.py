@@ -1,4 +1,4 @@
-"""The summary that enters the history in place of a stored output (SPEC 2.4).
+"""The summary that enters the history in place of a stored output (docs/promotion.md#summaries).
 
 Byte-exact: lines joined by "\\n", no trailing newline, never more than
 ``policy.summary_limit`` UTF-8 bytes. When the full summary would be longer, every shown

@@ -1,4 +1,4 @@
-"""Blob.line_index goes (issue 9): a blob's line offsets and JSON spans now live beside it
+"""Blob.line_index goes: a blob's line offsets and JSON spans now live beside it
 in the store's `.index/` (core.store.index), made when it is stored or first read, and a big
 JSON blob's rendering keeps its own in `derived/.index/`. Nothing is copied: the old
 offsets were a cache, and the first reading of an old blob makes its index again.

@@ -1,6 +1,6 @@
-"""Provenance and sharing in place (issue 11): which step made each blob (`Blob.made_by`,
-with its call in one line), each blob's first-line preview, a note on share links, and
-indexes for the blob list's sorts.
+"""Provenance and sharing in place (docs/pages.md#where-a-blob-came-from, docs/team.md#sharing):
+which step made each blob (`Blob.made_by`, with its call in one line), each blob's
+first-line preview, a note on share links, and indexes for the blob list's sorts.
 
 Blobs recorded before this migration get their maker and preview here, as ingest and
 `blobs index` would have given them: makers from the items (a row at a time, so memory

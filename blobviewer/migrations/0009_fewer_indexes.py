@@ -1,6 +1,7 @@
 """Two indexes fewer, both served by a unique constraint that starts with the same column:
 Item.session by item_unique_seq (session, seq) and BlobRef.item by blobref_unique_item_blob
-(item, blob). Ingest writes every item and reference through them (issue 9)."""
+(item, blob). Ingest writes every item and reference through them, so each index fewer is
+work saved on every row it writes."""
 
 import django.db.models.deletion
 from django.db import migrations, models

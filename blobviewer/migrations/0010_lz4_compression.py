@@ -1,9 +1,9 @@
 """PostgreSQL: the long text columns that ingest and search indexing write are compressed
 with lz4 instead of pglz, where the server has it (PostgreSQL 14 or later, built with
 lz4). Compressing long values with pglz took about a twelfth of the server's work in an
-ingest (issue 9); lz4 does it several times faster, and reads back faster too. Values
-stored before keep their compression until they are written again. Nothing changes on
-SQLite, or on a server without lz4."""
+ingest (docs/benchmarks.md#ingest); lz4 does it several times faster, and reads back
+faster too. Values stored before keep their compression until they are written again.
+Nothing changes on SQLite, or on a server without lz4."""
 
 from django.db import migrations
 

@@ -1,6 +1,7 @@
 """JSON as a tree, the way Firefox's JSON viewer shows it: nested `<details>` that open and
 close without JavaScript, keys and values in their own colours (CSS classes), each
-container with its shape as SPEC 2.4 writes it (`array[120]`, `object{17}`), long strings
+container with its shape as summaries write it (`array[120]`, `object{17}`; see
+docs/promotion.md#content-kinds), long strings
 cut with "… N more bytes".
 
 A tree is a flat list of nodes (open a container, a leaf, close it, "… N more"), which a

@@ -1,4 +1,5 @@
-"""The items of an agent's history, and their JSON records in a session log (SPEC 2.9, 2.10)."""
+"""The items of an agent's history, and their JSON records in a session log
+(docs/session-log.md#item-lines)."""
 
 from __future__ import annotations
 

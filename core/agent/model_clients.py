@@ -1,4 +1,4 @@
-"""Model clients behind one small async protocol (SPEC 2.9).
+"""Model clients behind one small async protocol (docs/agents.md#model-clients).
 
 ``complete(history, tools, system=...)`` sends the history and the tools a model may call
 and returns its next AssistantMessage. Shipped: :class:`OpenAIChatClient` for

@@ -1,7 +1,7 @@
 """Session logs: one JSON Lines file per session, appended and flushed item by item.
 
 Line 1 is `{"type": "session", "id", "created_at", "title", "model", "meta"}`; every
-further line is one history item with `type`, `seq` and `at` (SPEC 2.10).
+further line is one history item with `type`, `seq` and `at` (docs/session-log.md).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The Worker: the agent loop that keeps large tool outputs out of the history (SPEC 2.9).
+"""The Worker: the agent loop that keeps large tool outputs out of the history
+(docs/agents.md#the-worker).
 
 Send the history to the model, run the tool calls it asks for, append each result,
 repeat until the model answers without tool calls or the turn limit is reached. Every

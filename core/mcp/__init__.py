@@ -1,9 +1,9 @@
-"""blobviewer over MCP: any MCP agent gets promotion and `inspect` (issue 13).
+"""blobviewer over MCP: any MCP agent gets promotion and `inspect` (docs/mcp.md).
 
 - core.mcp.blobs: what an MCP peer reads of the blob store: the `inspect` tool and
   `blob://<id>` resources.
 - core.mcp.result_promotion: a tool result from an MCP server, promoted as the Worker
-  promotes a tool output (SPEC 2.3, 2.4).
+  promotes a tool output (docs/promotion.md).
 - core.mcp.wire: results as the wire's dicts, valid in both protocol eras.
 - core.mcp.server: `python -m core mcp serve`, a stdio server exposing `inspect`.
 - core.mcp.proxy: `python -m core mcp proxy`, a stdio server in front of another one.

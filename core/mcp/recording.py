@@ -1,7 +1,7 @@
 """What `python -m core mcp proxy` records: every call it forwards, in one blobviewer session
-log per proxy run (SPEC 2.10), and, with `--upload URL`, that log and its blobs sent to a
-blobviewer server through `POST /api/sessions` (README, "Sending sessions from another
-machine").
+log per proxy run (docs/session-log.md), and, with `--upload URL`, that log and its blobs
+sent to a blobviewer server through `POST /api/sessions`
+(docs/http-api.md#sending-sessions-from-another-machine).
 
 Each call is two items, as the Worker writes them: an assistant item with the tool call
 (its name and arguments) and the tool result with the text the agent got (for a promoted

@@ -1,6 +1,6 @@
 """A tool result from an MCP server, promoted as the Worker promotes a tool output.
 
-The unit is the result (issue 13):
+The unit is the result, not each content block (docs/mcp.md#what-the-proxy-does-to-a-result):
 - `structuredContent` over the inline limit becomes one JSON blob, and its summary
   replaces it. SDK servers also send the same JSON as a text block; that block is the
   same output, so it is dropped, not stored twice. A `structuredContent` that only wraps

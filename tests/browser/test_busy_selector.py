@@ -1,6 +1,6 @@
 """In a real browser: a selector that the server is too busy to evaluate (429) shows its
 one-line message beside the box, as a bad selector (400) does, and the same selector
-works once the server has a free slot again (issue 8, finding 4)."""
+works once the server has a free slot again (docs/pages.md#expensive-selectors)."""
 
 from __future__ import annotations
 

@@ -216,7 +216,7 @@ def test_small_results_and_errors_pass_byte_for_byte(tmp_path, folder, node):
 def test_the_session_log_ingests_and_the_session_page_shows_the_calls(
     tmp_path, folder, node, data_dir, client, django_user_model
 ):
-    # The README's recipe: --dir is the site's blob store, --log-dir its sessions folder.
+    # docs/mcp.md's recipe: --dir is the site's blob store, --log-dir its sessions folder.
     options = ("--dir", str(data_dir / "blobs"), "--log-dir", str(data_dir / "sessions"))
     with proxy(folder, node, *options, errlog=tmp_path / "err") as agent:
         summary = texts(agent.call("read_text_file", {"path": str(folder / "big.txt")}))[0]

@@ -199,7 +199,7 @@ def test_a_big_text_result_becomes_a_text_blob_and_its_summary(results: Session)
     summary, link = _texts(result), _links(result)
     assert len(summary) == 1 and len(link) == 1 and len(result.content) == 2
     blob_id = _blob_of(summary[0])
-    # SPEC 2.4, byte for byte, and within its 400 bytes.
+    # The summary of docs/promotion.md#summaries, byte for byte, and within its 400 bytes.
     assert summary[0] == summarize(parse_blob_id(blob_id), Text(original))
     assert utf8_size(summary[0]) <= 400
     assert result.structured_content is None and result.is_error is False

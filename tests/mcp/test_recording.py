@@ -150,7 +150,7 @@ def test_arguments_that_are_not_json_are_said_and_the_call_goes_on(tmp_path, age
 
 
 def test_the_log_ingests_and_links_its_blobs(tmp_path, data_dir, db):
-    site_store = blob_store()  # the README's recipe: --dir is the site's blob store
+    site_store = blob_store()  # docs/mcp.md's recipe: --dir is the site's blob store
     summary, blob_id = promoted(site_store, BIG_TEXT)
     recorder = ProxyRecorder(site_store, data_dir / "sessions", None, None, COMMAND)
     recorder.record_call("read_file", {"path": "big.txt"}, summary, [blob_id], False)

@@ -1,7 +1,7 @@
 """The site reads blobs through core's blob indexes (docs/store.md#the-blob-index): none of
-its own in the
-database, pages and /api/inspect that read only what they show, `keys:` everywhere, and
-a big JSON blob's rendering written an entry at a time with its line index beside it."""
+its own in the database, pages and /api/inspect that read only what they show, `keys:`
+everywhere, and a big JSON blob's rendering written an entry at a time with its line
+index beside it."""
 
 from __future__ import annotations
 

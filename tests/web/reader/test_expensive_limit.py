@@ -1,4 +1,4 @@
-"""A server-wide limit on expensive selector evaluations (issue 8, finding 4).
+"""A server-wide limit on expensive selector evaluations (docs/pages.md#expensive-selectors).
 
 A `grep:` step, or any selector on a blob over BLOBVIEWER_EXPENSIVE_BYTES, needs one of
 BLOBVIEWER_EXPENSIVE_CONCURRENCY slots: lock files `<data>/locks/expensive-<n>.lock`

@@ -1,6 +1,7 @@
-"""JSON as a tree: `<details>` that work without JavaScript, shapes as SPEC 2.4 writes
-them, keys and indexes linked to the selectors that read them, long strings cut with a
-link to read them whole, a bounded size, and a big blob's first page from its rendering."""
+"""JSON as a tree: `<details>` that work without JavaScript, shapes as summaries write
+them (docs/promotion.md#content-kinds), keys and indexes linked to the selectors that
+read them, long strings cut with a link to read them whole, a bounded size, and a big
+blob's first page from its rendering."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Every entry point that takes a selector, fuzzed (issue 8, finding 3): the blob page, its
+"""Every entry point that takes a selector, fuzzed (docs/selectors.md#errors): the blob page, its
 htmx fragment, the share page (anonymous), share creation, `/api/inspect` and the CLI.
 
 Whatever the selector text (lone surrogates, `|`, quotes, control characters, the real

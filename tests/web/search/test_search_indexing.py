@@ -1,6 +1,6 @@
-"""Search indexing in bulk (issue 9): a session's items and blobs go into the index in a few
-statements whatever their number, each text cut into the chunks text_chunks makes of it,
-and a blob's rows written once even when two indexers reach it."""
+"""Search indexing in bulk (docs/pages.md#search): a session's items and blobs go into the
+search index in a few statements whatever their number, each text cut into the chunks
+text_chunks makes of it, and a blob's rows written once even when two indexers reach it."""
 
 from __future__ import annotations
 

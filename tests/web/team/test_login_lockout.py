@@ -1,5 +1,6 @@
-"""Login throttling (issue 8, finding 5): both login forms lock a username from one address
-after a handful of wrong passwords, answer 429 with a page, and let go after the cool-off."""
+"""Login throttling (docs/team.md#login-throttling): both login forms lock a username from
+one address after a handful of wrong passwords, answer 429 with a page, and let go after
+the cool-off."""
 
 from __future__ import annotations
 

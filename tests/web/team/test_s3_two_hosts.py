@@ -1,5 +1,5 @@
 """Two web servers with different local data folders, one database and one bucket serve the
-same sessions and blobs: nothing the site keeps lives only on one host (issue 14).
+same sessions and blobs: nothing the site keeps lives only on one host (docs/object-storage.md).
 
 Each server is `manage.py runserver --noreload` in its own process, with its own
 BLOBVIEWER_DATA and the same BLOBVIEWER_BLOBS (a prefix on the test SeaweedFS) and

@@ -1,6 +1,7 @@
 """Sessions belong to their senders: POST /api/sessions adds only to the token's user's
-sessions, fills in only their missing blobs, and never shows a server path (issue 8,
-findings 1, 2 and 6). Each test plays the attack, then checks that nothing changed."""
+sessions, fills in only their missing blobs, and never shows a server path
+(docs/http-api.md#who-may-add-to-a-session). Each test plays the attack, then checks that
+nothing changed."""
 
 from __future__ import annotations
 
@@ -124,7 +125,7 @@ def assert_refused(response, status: int, *, starts: str) -> str:
     return message
 
 
-# --- finding 1: a session belongs to whoever first recorded it ------------------------------
+# --- a session belongs to whoever first recorded it -----------------------------------------
 
 
 def test_the_first_token_to_record_a_session_makes_its_user_the_owner(
@@ -290,7 +291,7 @@ def test_ingest_without_owner_keeps_the_owner_a_session_has(client, alice, alice
     assert (session.owner, session.item_count) == (alice, 9)
 
 
-# --- finding 1: the log on disk only ever grows --------------------------------------------
+# --- the log on disk only ever grows -------------------------------------------------------
 
 
 def test_the_owner_cannot_rewrite_a_recorded_line_of_the_log(
@@ -344,7 +345,7 @@ def test_a_long_log_is_compared_past_its_first_chunk(client, alice_secret, data_
     assert saved.read_bytes() == body
 
 
-# --- finding 1: two first uploads of one new session at once ---------------------------------
+# --- two first uploads of one new session at once --------------------------------------------
 
 
 RACE = Path(__file__).parents[1] / "upload_race.py"
@@ -441,7 +442,7 @@ def test_two_users_first_uploads_of_one_new_session_at_once_make_exactly_one_own
     assert not list((data_dir / "sessions").glob(".upload-*"))
 
 
-# --- finding 2: a missing blob is filled in only by an owner of a session that lacks it -----
+# --- a missing blob is filled in only by an owner of a session that lacks it ----------------
 
 
 def test_a_token_cannot_fill_in_another_users_missing_blob(
@@ -532,7 +533,7 @@ def test_a_stored_blob_sent_again_by_another_user_is_kept_as_it_is(
     assert store.load_sync(alice_run.text_blob) == stored
 
 
-# --- finding 6: no response names a path on the server --------------------------------------
+# --- no response names a path on the server -------------------------------------------------
 
 
 def claude_code_line(session_id: uuid.UUID) -> bytes:
