@@ -86,7 +86,8 @@ def check(env: Mapping[str, str]) -> ServerSettings:
     return server_settings(env)
 
 
-def main() -> int:
+def preflight() -> int:
+    """`python -m blobviewer.serve_preflight`: the exit status, 0 when the server may start."""
     try:
         settings = check(os.environ)
     except PreflightError as error:
@@ -100,4 +101,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(preflight())

@@ -23,6 +23,7 @@ from core.agent.worker import RunResult, Worker
 from core.demo_tools import demo_tools
 from core.store import BlobStore, FsBlobStore
 from core.store.blob_id import BlobId, find_blob_refs
+from core.wording import plural
 
 __all__ = ["DemoError", "DemoResult", "DemoSession", "demo_main", "report", "run_demo"]
 
@@ -248,7 +249,7 @@ def report(result: DemoResult) -> str:
         lines += [
             f"{session.title}",
             f"  {len(session.result.items)} items, {stats.tool_calls} tool calls "
-            f"({_plural(stats.tool_errors, 'error')}), {_plural(stats.blobs, 'blob')}",
+            f"({plural(stats.tool_errors, 'error')}), {plural(stats.blobs, 'blob')}",
             f"  tool outputs {stats.output_bytes:,} bytes -> history {stats.history_bytes:,} "
             f"bytes ({stats.kept_out_bytes:,} kept out)",
             f"  log: {session.log_path}",
@@ -257,13 +258,9 @@ def report(result: DemoResult) -> str:
     lines += [
         f"Total: {result.items} items; tool outputs {result.output_bytes:,} bytes, "
         f"{result.history_bytes:,} of them in the history ({kept:,} kept out); "
-        f"{_plural(len(result.blob_ids), 'blob')} in {result.blobs or result.data_dir / 'blobs'}",
+        f"{plural(len(result.blob_ids), 'blob')} in {result.blobs or result.data_dir / 'blobs'}",
     ]
     return "\n".join(lines)
-
-
-def _plural(count: int, word: str) -> str:
-    return f"{count} {word}{'' if count == 1 else 's'}"
 
 
 def demo_main(

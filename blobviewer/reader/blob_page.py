@@ -37,7 +37,7 @@ from blobviewer.reader.colour import (
     lexer_for_file,
     looks_like_diff,
 )
-from blobviewer.reader.display import Page
+from blobviewer.reader.display import ReaderPage
 from blobviewer.reader.json_tree import (
     TOP_CHILDREN,
     Head,
@@ -125,7 +125,7 @@ class Reader:
 def reader_view(
     request: HttpRequest,
     blob: Blob,
-    page: Page | None,
+    page: ReaderPage | None,
     *,
     selector: Selector | None,
     selector_text: str,
@@ -169,7 +169,7 @@ def reader_view(
 
 
 def _lines(
-    reader: Reader, page: Page, selector: Selector, blob: Blob, store: BlobStore, urls: _Urls
+    reader: Reader, page: ReaderPage, selector: Selector, blob: Blob, store: BlobStore, urls: _Urls
 ) -> None:
     reader.mode = "lines"
     reader.position = page.caption
@@ -191,7 +191,7 @@ def _lines(
     ]
 
 
-def _grep(reader: Reader, page: Page, urls: _Urls) -> None:
+def _grep(reader: Reader, page: ReaderPage, urls: _Urls) -> None:
     reader.mode = "grep"
     reader.position = page.caption
     reader.links = _pager(page.links, urls, rels=("first", "next"))
@@ -302,7 +302,7 @@ def making_call(blob: Blob) -> tuple[str, Any] | None:
 # --- JSON ----------------------------------------------------------------------------------
 
 
-def _raw_json(reader: Reader, page: Page, urls: _Urls) -> None:
+def _raw_json(reader: Reader, page: ReaderPage, urls: _Urls) -> None:
     reader.mode = "raw"
     reader.position = page.caption
     reader.rows = [
@@ -317,7 +317,7 @@ def _raw_json(reader: Reader, page: Page, urls: _Urls) -> None:
 
 
 def _tree(
-    reader: Reader, page: Page, selector: Selector, blob: Blob, facts: _Facts, urls: _Urls
+    reader: Reader, page: ReaderPage, selector: Selector, blob: Blob, facts: _Facts, urls: _Urls
 ) -> None:
     reader.mode = "tree"
     view = page.value

@@ -58,6 +58,7 @@ from core.selectors import (
 from core.store import BlobCorrupt, BlobStore, BlobStoreError
 from core.store.index import IndexUnusable, JsonIndex, TextIndex, open_index
 from core.store.index.selection import NotIndexed, materialize, select
+from core.wording import plural
 
 LINES_PER_PAGE = 500
 LINE_BYTES = 2_000  # a longer line is shown cut, with a note
@@ -86,7 +87,7 @@ class Row:
 
 
 @dataclass(frozen=True, slots=True)
-class Page:
+class ReaderPage:
     """*rows* hold the text a page shows: numbered lines, matches, or indented JSON (for
     which *value* keeps the selected value, so the reader can draw it as a tree)."""
 
@@ -109,7 +110,7 @@ class Page:
         return any(row.cut for row in self.rows)
 
 
-def blob_page(blob: Blob, selector: Selector, *, store: BlobStore, start: int = 1) -> Page:
+def blob_page(blob: Blob, selector: Selector, *, store: BlobStore, start: int = 1) -> ReaderPage:
     """The page of *blob* that *selector* selects; raises SelectorError for a bad fit."""
     if blob.kind == "text" and all(isinstance(s, Lines) for s in selector.steps):
         return _indexed_lines_page(blob, selector, store=store)
@@ -122,7 +123,7 @@ def blob_page(blob: Blob, selector: Selector, *, store: BlobStore, start: int = 
         # A string reached by key: reads as text, with its own line numbers.
         view = apply_step(Lines(1, None), view, reached=str(selector))
         if not view.total:
-            return Page("lines", [], "an empty string")
+            return ReaderPage("lines", [], "an empty string")
     if isinstance(view, LinesView):
         return _lines_page(view, selector)
     if isinstance(view, GrepView):
@@ -154,7 +155,7 @@ def _selected_view(blob: Blob, selector: Selector, *, store: BlobStore) -> View:
 # --- text ----------------------------------------------------------------------------------
 
 
-def _indexed_lines_page(blob: Blob, selector: Selector, *, store: BlobStore) -> Page:
+def _indexed_lines_page(blob: Blob, selector: Selector, *, store: BlobStore) -> ReaderPage:
     try:
         index = open_index(store, blob.id, min_bytes=store.index_min_bytes)
     except BlobStoreError:
@@ -168,7 +169,7 @@ def _indexed_lines_page(blob: Blob, selector: Selector, *, store: BlobStore) -> 
         # The same steps on a text-less view give core's numbers and errors without the text.
         view = apply_steps(selector, LinesView("", 1, total, total))
         if not total:
-            return Page("lines", [], "an empty text")
+            return ReaderPage("lines", [], "an empty text")
         end = min(view.last, view.first + LINES_PER_PAGE - 1)
         try:
             lines = index.read_lines(view.first, end, max_line_bytes=LINE_BYTES)
@@ -178,14 +179,14 @@ def _indexed_lines_page(blob: Blob, selector: Selector, *, store: BlobStore) -> 
     return _paged_lines(rows, view, selector)
 
 
-def _lines_page(view: LinesView, selector: Selector) -> Page:
+def _lines_page(view: LinesView, selector: Selector) -> ReaderPage:
     if not view.total:
-        return Page("lines", [], "an empty text")
+        return ReaderPage("lines", [], "an empty text")
     end = min(view.last, view.first + LINES_PER_PAGE - 1)
     return _paged_lines(_fit(_sized(view.numbered(view.first, end))), view, selector)
 
 
-def _paged_lines(rows_in: Iterable[Row], view: LinesView, selector: Selector) -> Page:
+def _paged_lines(rows_in: Iterable[Row], view: LinesView, selector: Selector) -> ReaderPage:
     rows = list(rows_in)
     shown_last = (rows[-1].number if rows else None) or view.first - 1
     # The window is what was selected, or what fitted when the page stopped short of it.
@@ -199,7 +200,7 @@ def _paged_lines(rows_in: Iterable[Row], view: LinesView, selector: Selector) ->
         window=window,
     )
     caption = f"lines {view.first:,}–{shown_last:,} of {view.total:,}"
-    return Page(
+    return ReaderPage(
         "lines", rows, caption, links=links, first=view.first, last=view.last, total=view.total
     )
 
@@ -211,7 +212,7 @@ def _without_trailing_lines(selector: Selector) -> Selector:
 # --- grep ----------------------------------------------------------------------------------
 
 
-def _grep_page(view: GrepView, selector: Selector) -> Page:
+def _grep_page(view: GrepView, selector: Selector) -> ReaderPage:
     """The first matches that fit a page; the next page greps on from the first match not
     shown (or the first line not searched, when the search stopped at a page of matches),
     as the inspect tool's continuation does (see page_links.grep_links)."""
@@ -236,13 +237,13 @@ def _grep_page(view: GrepView, selector: Selector) -> Page:
     if not found and resume is None:
         caption = f"no lines match {escape_surrogates(step.pattern)} in {searched}"
     elif resume is None:
-        caption = f"{_plural(found, 'match', 'matches')} in {searched}"
+        caption = f"{plural(found, 'match', 'matches')} in {searched}"
     elif searched_all:
         caption = f"matches 1–{len(rows):,} of {found:,} in {searched}"
     else:
-        caption = f"{_plural(len(rows), 'match', 'matches')} in {searched}; more follow"
+        caption = f"{plural(len(rows), 'match', 'matches')} in {searched}; more follow"
     links = grep_links(selector, searched_first=view.first, resume=resume)
-    return Page(
+    return ReaderPage(
         "grep",
         rows,
         caption,
@@ -254,14 +255,10 @@ def _grep_page(view: GrepView, selector: Selector) -> Page:
     )
 
 
-def _plural(count: int, one: str, many: str) -> str:
-    return f"{count:,} {one if count == 1 else many}"
-
-
 # --- JSON ----------------------------------------------------------------------------------
 
 
-def _json_page(view: ValueView, selector: Selector, *, start: int) -> Page:
+def _json_page(view: ValueView, selector: Selector, *, start: int) -> ReaderPage:
     text = dumps_indented(view.value)
     total = text.count("\n") + 1
     first = min(max(start, 1), total)
@@ -275,7 +272,7 @@ def _json_page(view: ValueView, selector: Selector, *, start: int) -> Page:
     return _paged_json(rows, first, total, caption, links=links, value=view)
 
 
-def _keys_page(view: KeysView, selector: Selector) -> Page:
+def _keys_page(view: KeysView, selector: Selector) -> ReaderPage:
     """`keys:A..B`: one key line (name and shape) a row, paged by windows of keys."""
     stop = view.start + len(view.keys)
     rows = list(_fit(_sized(enumerate(view.lines(), start=1))))
@@ -283,11 +280,11 @@ def _keys_page(view: KeysView, selector: Selector) -> Page:
         without_trailing(selector, Keys), Keys, start=view.start, stop=stop, total=view.total
     )
     caption = f"keys {view.start}..{stop} of {view.total:,}"
-    return Page("json", rows, caption, links=links, value=view)
+    return ReaderPage("json", rows, caption, links=links, value=view)
 
 
-def _rendered_json_page(blob: Blob, *, start: int) -> Page | None:
-    """The page of a big JSON blob read from its indented rendering (see blob_index);
+def _rendered_json_page(blob: Blob, *, start: int) -> ReaderPage | None:
+    """The page of a big JSON blob read from its indented rendering (see blobviewer.catalog.blobs);
     None when the rendering is gone, and the blob itself is read instead."""
     rendered = renderings()
     try:
@@ -312,9 +309,9 @@ def _paged_json(
     *,
     links: PageLinks = NO_LINKS,
     value: ValueView | None = None,
-) -> Page:
+) -> ReaderPage:
     last = first + len(rows) - 1
-    return Page(
+    return ReaderPage(
         "json",
         rows,
         f"{caption}JSON lines {first:,}–{last:,} of {total:,}",

@@ -49,7 +49,7 @@ _RESERVE = 2_000
 
 
 @dataclass(frozen=True, slots=True)
-class Node:
+class TreeRow:
     """One row of the tree, in document order.
 
     - "open": a container starts (`<details>`), with *shape* and *text*, the start of
@@ -78,7 +78,7 @@ class Node:
 class Tree:
     """The nodes, and how many of the *total* top-level entries (or keys) they show."""
 
-    nodes: list[Node]
+    nodes: list[TreeRow]
     shown: int
     total: int
     container: str  # "array", "object", or "" for a scalar
@@ -177,7 +177,7 @@ def tree_of_keys(
         if builder.exhausted:
             break
         href = url(str(base.then(Key(name))))
-        builder.add(Node("leaf", _key_label(name), href=href, text=value_shape, css="shape"))
+        builder.add(TreeRow("leaf", _key_label(name), href=href, text=value_shape, css="shape"))
         shown += 1
     return Tree(builder.nodes, shown, len(keys), "object")
 
@@ -201,7 +201,7 @@ def _top(
 
 class _Builder:
     def __init__(self, url: Callable[[str], str], budget: int) -> None:
-        self.nodes: list[Node] = []
+        self.nodes: list[TreeRow] = []
         self.url = url
         self.left = budget - _RESERVE
 
@@ -209,7 +209,7 @@ class _Builder:
     def exhausted(self) -> bool:
         return self.left <= 0
 
-    def add(self, node: Node) -> None:
+    def add(self, node: TreeRow) -> None:
         self.nodes.append(node)
         self.left -= (
             _COST[node.kind] + len(escape(node.label)) + len(escape(node.text)) + len(node.href)
@@ -232,13 +232,13 @@ class _Builder:
         href = self.href(reach) if depth else ""
         if isinstance(value, TooBig):
             text = f"{value.kind}, too big to preview here"
-            self.add(Node("big", shown_label, index, href, text=text))
+            self.add(TreeRow("big", shown_label, index, href, text=text))
         elif isinstance(value, list | dict) and value:
             opened = depth <= OPEN_DEPTH and siblings <= OPEN_SIBLINGS
             self.container(shown_label, index, href, value, reach, depth=depth, opened=opened)
         elif isinstance(value, list | dict):  # nothing to open
             text = "[]" if isinstance(value, list) else "{}"
-            self.add(Node("leaf", shown_label, index, href, text=text, css="shape"))
+            self.add(TreeRow("leaf", shown_label, index, href, text=text, css="shape"))
         else:
             self.add(_leaf(shown_label, index, href, value))
 
@@ -254,7 +254,7 @@ class _Builder:
         opened: bool,
     ) -> None:
         preview = "" if opened else _preview(value)
-        self.add(Node("open", label, index, href, shape=shape(value), text=preview, open=opened))
+        self.add(TreeRow("open", label, index, href, shape=shape(value), text=preview, open=opened))
         is_list = isinstance(value, list)
         items: Iterable[tuple[Any, Any]] = enumerate(value) if is_list else value.items()
         shown = 0
@@ -269,7 +269,7 @@ class _Builder:
                 shown += 1
         if shown < len(value):
             self.more(len(value) - shown, shown, len(value), is_list, reach)
-        self.add(Node("close"))
+        self.add(TreeRow("close"))
 
     def more(self, left: int, shown: int, total: int, is_list: bool, reach: _Reach | None) -> None:
         noun = ("entry", "entries") if is_list else ("key", "keys")
@@ -279,20 +279,22 @@ class _Builder:
             step = Slice if is_list else Keys
             window = max(1, min(NESTED_CHILDREN, total - shown))
             href = self.url(str(reach.selector.then(step(shown, shown + window))))
-        self.add(Node("more", text=text, href=href))
+        self.add(TreeRow("more", text=text, href=href))
 
 
-def _leaf(label: str, index: bool, href: str, value: Any) -> Node:
+def _leaf(label: str, index: bool, href: str, value: Any) -> TreeRow:
     kind = json_type(value)
     css = {"string": "str", "number": "num", "boolean": "bool", "null": "null"}[kind]
     if kind == "string" and len(value) > STRING_CHARS:
         head = value[:STRING_CHARS]
         text = escape_surrogates(dumps_compact(head))[:-1]  # open: the note says it goes on
         more = utf8_size(value) - utf8_size(head)
-        return Node(
+        return TreeRow(
             "leaf", label, index, href, shape=shape(value), text=text, css=css, more_bytes=more
         )
-    return Node("leaf", label, index, href, text=escape_surrogates(dumps_compact(value)), css=css)
+    return TreeRow(
+        "leaf", label, index, href, text=escape_surrogates(dumps_compact(value)), css=css
+    )
 
 
 class _Full(Exception):

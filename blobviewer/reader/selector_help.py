@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from core.json_values import display_key
 from core.selectors import Key, Keys, Lines, Selector, Slice, escape_surrogates
+from core.wording import plural
 
 COMPLETIONS = 200  # keys offered as completions at most; beyond them, keys: pages the rest
 _WINDOW = 40  # lines in the text examples (the inspect tool's default page)
@@ -42,7 +43,7 @@ class SelectorHelp:
 def text_help(lines: int) -> SelectorHelp:
     """Help for a text of *lines* lines."""
     shown = max(1, min(_WINDOW, lines))
-    examples = [Example(str(Lines(1, shown)), f"the first {_plural(shown, 'line', 'lines')}")]
+    examples = [Example(str(Lines(1, shown)), f"the first {plural(shown, 'line')}")]
     if lines > _WINDOW:
         last = Lines(lines - _WINDOW + 1, lines)
         examples.append(Example(str(last), f"the last {_WINDOW} lines"))
@@ -131,7 +132,3 @@ def string_help() -> SelectorHelp:
 def _shown(key: str) -> str:
     """A key as one line of a page shows it (a lone surrogate as its escape)."""
     return escape_surrogates(display_key(key))
-
-
-def _plural(count: int, one: str, many: str) -> str:
-    return f"{count:,} {one if count == 1 else many}"

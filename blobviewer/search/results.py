@@ -226,14 +226,14 @@ def find_state(session: Session, text: str | None, number: int) -> FindState:
         count=count,
         number=number,
         hit=hit,
-        step_url=timeline_url(session, places[number - 1], query, number),
+        step_url=hit_timeline_url(session, places[number - 1], query, number),
         prev_url=find_url(session.pk, query, (number - 2) % count + 1),
         next_url=find_url(session.pk, query, number % count + 1),
         all_places=places,
     )
 
 
-def timeline_url(session: Session, place: Place, query: SearchQuery, number: int) -> str:
+def hit_timeline_url(session: Session, place: Place, query: SearchQuery, number: int) -> str:
     """The timeline page and anchor of *place*, with the find box's state in the query."""
     url = step_url(session, place.seq)
     path, _, anchor = url.partition("#")

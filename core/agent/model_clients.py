@@ -25,6 +25,7 @@ import httpx
 from core.agent.history import AssistantMessage, Item, ToolCall, ToolResult, UserMessage
 from core.agent.tools import Tool
 from core.json_values import JsonError, parse_json
+from core.wording import excerpt
 
 __all__ = [
     "ModelClient",
@@ -334,6 +335,4 @@ def _error_excerpt(response: httpx.Response) -> str:
 
 
 def _excerpt(value: Any) -> str:
-    text = value if isinstance(value, str) else repr(value)
-    text = " ".join(text.split())
-    return text if len(text) <= _EXCERPT else text[: _EXCERPT - 1] + "…"
+    return excerpt(value if isinstance(value, str) else repr(value), _EXCERPT)

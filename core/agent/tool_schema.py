@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Literal, Union
 
 from core.json_values import dumps_compact, json_type
+from core.wording import excerpt
 
 __all__ = ["ArgumentsError", "check_arguments", "docstring_parts", "parameters_schema"]
 
@@ -100,6 +101,7 @@ def _is_json(value: Any) -> bool:
 _SECTION = re.compile(r"^([A-Z][A-Za-z ]*):\s*$")  # Args:, Returns:, Raises:, ...
 _ARGS_SECTIONS = frozenset({"Args", "Arguments", "Parameters"})
 _ARG_LINE = re.compile(r"^\s+(\*{0,2}\w+)\s*(\([^)]*\))?\s*:\s*(.*)$")
+_EXCERPT = 80  # characters of a value that an error message quotes
 
 
 def docstring_parts(docstring: str | None) -> tuple[str, dict[str, str]]:
@@ -141,7 +143,7 @@ def check_arguments(schema: Mapping[str, Any], arguments: Any) -> None:
     them), and the type or enum of every given value, recursing into arrays and objects.
     """
     if isinstance(arguments, str):
-        raise ArgumentsError(f"arguments are not a JSON object: {_excerpt(arguments)}")
+        raise ArgumentsError(f"arguments are not a JSON object: {excerpt(arguments, _EXCERPT)}")
     if not isinstance(arguments, dict):  # tool arguments are an object, whatever the schema
         raise ArgumentsError(f"arguments must be object, got {_type_name(arguments)}")
     problems = _problems(schema, arguments, "arguments")
@@ -207,11 +209,6 @@ def _type_name(value: Any) -> str:
 
 def _shown(value: Any) -> str:
     try:
-        return _excerpt(dumps_compact(value))
+        return excerpt(dumps_compact(value), _EXCERPT)
     except (TypeError, ValueError):
         return type(value).__name__
-
-
-def _excerpt(text: str, limit: int = 80) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -33,6 +33,7 @@ from core.promotion import admit, promote
 from core.store import BlobStore
 from core.store.blob_id import BlobId
 from core.store.errors import BlobStoreError
+from core.wording import excerpt, plural
 
 __all__ = ["DEFAULT_MAX_TURNS", "RunResult", "RunStats", "StopReason", "Worker"]
 
@@ -129,11 +130,11 @@ class Worker:
             run.turns += 1
             self._append(reply)
             if not reply.tool_calls:
-                detail = f"the model answered after {_plural(run.turns, 'turn')}"
+                detail = f"the model answered after {plural(run.turns, 'turn')}"
                 return self._result(start, run, reply.text, StopReason.ANSWERED, detail)
             await self._run_calls(reply.tool_calls, run)
         detail = (
-            f"stopped after {_plural(run.turns, 'turn')}: the model was still calling tools "
+            f"stopped after {plural(run.turns, 'turn')}: the model was still calling tools "
             "(raise max_turns to let it go on)"
         )
         return self._result(start, run, "", StopReason.TURN_LIMIT, detail)
@@ -165,7 +166,7 @@ class Worker:
         try:
             output, received = await self._execute(tool, dict(tool_call.arguments))
         except ToolError as error:
-            return _error(tool_call, _one_line(str(error)) or f"{tool.name} failed")
+            return _error(tool_call, excerpt(str(error), _MESSAGE_LIMIT) or f"{tool.name} failed")
         except Exception as error:  # a tool's bug must not end the run; the model hears of it
             return _error(tool_call, f"{tool.name} failed: {_describe(error)}")
         return await self._admit(tool_call, output, received)
@@ -191,7 +192,9 @@ class Worker:
             admitted = await admit(output, self.blob_store, self.policy)
         except BlobStoreError as error:
             message = f"the output of {tool_call.name} ({received} bytes) could not be stored"
-            return _error(tool_call, f"{message}: {_one_line(str(error))}", received=received)
+            return _error(
+                tool_call, f"{message}: {excerpt(str(error), _MESSAGE_LIMIT)}", received=received
+            )
         result = ToolResult(tool_call.id, tool_call.name, admitted.text)
         return _Outcome(result, received, admitted.blob_id)
 
@@ -271,16 +274,7 @@ def _size_of(output: ToolOutput) -> int:
     return len(dumps_for_storage(content.value))
 
 
-def _one_line(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= _MESSAGE_LIMIT else text[: _MESSAGE_LIMIT - 1] + "…"
-
-
 def _describe(error: BaseException) -> str:
     first = str(error).strip().splitlines()[0] if str(error).strip() else ""
     name = type(error).__name__
-    return _one_line(f"{name}: {first}" if first else name)
-
-
-def _plural(count: int, word: str) -> str:
-    return f"{count} {word}{'' if count == 1 else 's'}"
+    return excerpt(f"{name}: {first}" if first else name, _MESSAGE_LIMIT)
