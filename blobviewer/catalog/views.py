@@ -6,8 +6,8 @@ from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
 
-from blobviewer.catalog.blobs import catalog_note
 from blobviewer.catalog.listing import blob_rows, filter_choices, sort_headers
+from blobviewer.catalog.store_scan import catalog_note
 from blobviewer.forms import BlobFilterForm
 from blobviewer.responses import render_page
 

@@ -21,7 +21,6 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.template.defaultfilters import filesizeformat
 
-from blobviewer.catalog.blobs import catalog_store
 from blobviewer.catalog.leftovers import (
     DEFAULT_AGE,
     abort_stale_uploads,
@@ -30,6 +29,7 @@ from blobviewer.catalog.leftovers import (
     remove_leftovers,
 )
 from blobviewer.catalog.store_copy import DEFAULT_JOBS, CopyError, PartReport, copy_data
+from blobviewer.catalog.store_scan import catalog_store
 from blobviewer.data_dir import blob_store, blobs_url, data_dir, store_location
 from blobviewer.search.indexing import index_pending_blobs
 from core.store import BlobStoreError

@@ -17,7 +17,8 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.test import RequestFactory
 
-from blobviewer.catalog import blobs as blob_index
+from blobviewer.catalog import blobs as catalog
+from blobviewer.catalog import store_scan
 from blobviewer.catalog.blobs import discard_derived, refresh_blob
 from blobviewer.data_dir import renderings
 from blobviewer.models import Blob
@@ -150,7 +151,7 @@ def test_gc_removes_the_part_file_of_an_upload_that_never_finished(data_dir, sam
 def test_gc_removes_temporaries_in_derived_and_keeps_the_renderings(
     data_dir, json_blob, monkeypatch
 ):
-    monkeypatch.setattr(blob_index, "RENDER_JSON_FROM_BYTES", 100)
+    monkeypatch.setattr(catalog, "RENDER_JSON_FROM_BYTES", 100)
     blob_id = json_blob([{"n": n} for n in range(100)])
     refresh_blob(blob_id, store=FsBlobStore(data_dir / "blobs"))
     rendering, its_index = derived_files(blob_id)
@@ -171,7 +172,7 @@ def test_gc_never_touches_blobs_logs_or_other_files_however_old(data_dir, sample
         store.path_of(sample_session.text_blob),
         store.path_of(sample_session.json_blob),
         sample_session.path,
-        blob_index.catalog_marker_path(),
+        store_scan.catalog_marker_path(),
         data_dir / "sessions" / "notes.part",
         data_dir / "sessions" / ".upload-no-suffix",
         store.root / "tmp-without-dot.txt",
@@ -398,7 +399,7 @@ def test_index_of_a_store_that_does_not_exist_yet_adds_nothing(tmp_path, setting
 
 
 def test_a_blobs_derived_files_can_be_found_and_discarded(data_dir, json_blob, monkeypatch):
-    monkeypatch.setattr(blob_index, "RENDER_JSON_FROM_BYTES", 100)
+    monkeypatch.setattr(catalog, "RENDER_JSON_FROM_BYTES", 100)
     blob_id = json_blob(list(range(100)))
     other = json_blob(list(range(200)))
     blobs("index")

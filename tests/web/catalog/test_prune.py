@@ -17,12 +17,13 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 from django.utils import timezone
 
-from blobviewer.catalog import blobs as blob_index
+from blobviewer.catalog import blobs as catalog
 from blobviewer.catalog import retention
 from blobviewer.catalog.retention import PruneReport, RetentionError, parse_older_than, prune
 from blobviewer.data_dir import renderings
 from blobviewer.ingest import sessions as ingest_module
-from blobviewer.ingest.sessions import SessionPruned, ingest_file
+from blobviewer.ingest.errors import SessionPruned
+from blobviewer.ingest.sessions import ingest_file
 from blobviewer.models import (
     ApiToken,
     Blob,
@@ -149,7 +150,7 @@ def test_it_deletes_an_idle_session_with_its_items_log_and_blobs(record, blob_at
 def test_a_pruned_blob_takes_its_rendering_and_index_files_along(
     record, blob_at, data_dir, store, monkeypatch
 ):
-    monkeypatch.setattr(blob_index, "RENDER_JSON_FROM_BYTES", 100)
+    monkeypatch.setattr(catalog, "RENDER_JSON_FROM_BYTES", 100)
     big = blob_at(200, value=[{"n": n, "label": f"entry {n}"} for n in range(50)])
     kept = blob_at(200, value=[{"n": n} for n in range(50)])
     record(120, blobs=(big,))
@@ -316,14 +317,14 @@ def test_an_ingest_overtaken_by_a_prune_does_not_bring_the_session_back(
     log = Path(session.source_path)
     with log.open("a", encoding="utf-8") as file:
         file.write(json.dumps(tool_result_item(2, "x" * 5000)) + "\n")  # promoted on the way
-    index_blobs = ingest_module.index_blobs
+    index_blobs = ingest_module.catalog_blobs
 
     def prune_meanwhile(*args: Any, **kwargs: Any) -> Any:
         # The ingest has checked for a tombstone and stored its blob; prune runs now.
         prune(older_than=NINETY_DAYS)
         return index_blobs(*args, **kwargs)
 
-    monkeypatch.setattr(ingest_module, "index_blobs", prune_meanwhile)
+    monkeypatch.setattr(ingest_module, "catalog_blobs", prune_meanwhile)
     blobs_before = set(store.ids_sync())
 
     with pytest.raises(SessionPruned):
@@ -585,7 +586,7 @@ def test_an_upload_that_brings_a_pruned_blob_is_refused_and_lists_it(
 def test_a_dry_run_deletes_nothing_and_reports_the_same_numbers(
     record, blob_at, data_dir, monkeypatch, user
 ):
-    monkeypatch.setattr(blob_index, "RENDER_JSON_FROM_BYTES", 100)
+    monkeypatch.setattr(catalog, "RENDER_JSON_FROM_BYTES", 100)
     big = blob_at(200, value=[{"n": n} for n in range(80)])
     share(big, user)
     record(120, blobs=(big, blob_at(300)))

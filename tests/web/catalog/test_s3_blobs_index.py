@@ -13,7 +13,7 @@ import uuid6
 from django.core.management import call_command
 from django.utils import timezone
 
-from blobviewer.catalog import blobs as blob_index
+from blobviewer.catalog import store_scan
 from blobviewer.models import Blob
 from core.content import Structured, Text
 from core.store import open_store
@@ -104,7 +104,7 @@ def test_a_slow_upload_that_lands_behind_a_newer_key_is_found_next_time(agent):
 
 
 def test_an_upload_later_than_the_window_takes_a_full_listing(agent, monkeypatch):
-    monkeypatch.setattr(blob_index, "INDEX_WINDOW", timedelta(minutes=10))
+    monkeypatch.setattr(store_scan, "INDEX_WINDOW", timedelta(minutes=10))
     put(agent, minutes_ago(1))
     index()
     very_late = put(agent, minutes_ago(45))

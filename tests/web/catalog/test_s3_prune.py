@@ -14,7 +14,7 @@ import uuid6
 from django.core.management import call_command
 from django.utils import timezone
 
-from blobviewer.catalog import blobs as blob_index
+from blobviewer.catalog import blobs as catalog
 from blobviewer.catalog.retention import prune
 from blobviewer.data_dir import renderings
 from blobviewer.models import Blob, PrunedBlob, PrunedSession, Session
@@ -85,7 +85,7 @@ def names(bucket: S3Objects) -> set[str]:
 def test_prune_deletes_the_idle_sessions_log_and_blobs_with_their_indexes_and_renderings(
     client, api_token, store, bucket, data_dir, monkeypatch
 ):
-    monkeypatch.setattr(blob_index, "RENDER_JSON_FROM_BYTES", 100)
+    monkeypatch.setattr(catalog, "RENDER_JSON_FROM_BYTES", 100)
     secret = api_token[1]
     big = put_blob(store, 200, Text(BIG_TEXT))  # has an index in .index/
     table = put_blob(store, 200, Structured([{"n": n, "label": f"entry {n}"} for n in range(50)]))

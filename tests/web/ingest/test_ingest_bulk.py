@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 
 from blobviewer.bulk_insert import _json_text, insert_objects, insert_rows
 from blobviewer.catalog.provenance import made_blob
+from blobviewer.ingest import rows
 from blobviewer.ingest import sessions as ingest_module
 from blobviewer.ingest.sessions import ingest_file
 from blobviewer.models import Blob, BlobRef, Item, Session
@@ -390,9 +391,9 @@ json_values = st.recursive(
 @settings(max_examples=500, deadline=None)
 @given(json_values)
 def test_tool_call_arguments_are_made_storable_as_a_walk_over_them_would(value):
-    walked = ingest_module._storable_walk(value)
+    walked = rows.storable_walk(value)
 
-    made = ingest_module._storable_json(value)
+    made = rows.storable_json(value)
 
     assert made == walked
     assert repr(made) == repr(walked)  # the same strings, keys and key order
@@ -405,8 +406,8 @@ def test_text_is_made_storable_with_nul_and_lone_surrogates_stood_in_for(text):
         "\u2400" if c == "\x00" else "\ufffd" if "\ud800" <= c <= "\udfff" else c for c in text
     )
 
-    assert ingest_module._storable(text) == expected
-    assert ingest_module._storable_text(text) == expected
+    assert rows.storable(text) == expected
+    assert rows.storable_text(text) == expected
 
 
 def test_times_in_utc_are_stored_as_the_orm_stores_them():
@@ -450,10 +451,10 @@ def test_a_blob_row_that_blobs_index_inserted_meanwhile_is_kept_and_gets_its_mak
     transaction, as an upload runs it) and the row gets its maker."""
     from django.db import transaction
 
-    from blobviewer.catalog.blobs import index_store
+    from blobviewer.catalog.store_scan import catalog_store as index_store
 
     monkeypatch.setattr(ingest_module, "index_session", lambda *args, **kwargs: None)
-    real_index_blobs = ingest_module.index_blobs
+    real_index_blobs = ingest_module.catalog_blobs
     tries = []
 
     def indexed_first(blob_ids: Any, **kwargs: Any) -> Any:
@@ -461,7 +462,7 @@ def test_a_blob_row_that_blobs_index_inserted_meanwhile_is_kept_and_gets_its_mak
         index_store(store)  # what the other process commits first
         return real_index_blobs(blob_ids, **kwargs)
 
-    monkeypatch.setattr(ingest_module, "index_blobs", indexed_first)
+    monkeypatch.setattr(ingest_module, "catalog_blobs", indexed_first)
     path = write_log(data_dir, 4, 2)
 
     with transaction.atomic():

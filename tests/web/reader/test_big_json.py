@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from blobviewer.catalog import blobs as blob_index
+from blobviewer.catalog import blobs as catalog
 from blobviewer.catalog.blobs import refresh_blob
 from blobviewer.data_dir import blob_store, renderings
 from core.json_values import dumps_indented
@@ -19,7 +19,7 @@ VALUE = [{"id": n, "name": f"item <{n}>", "tags": ["a", "b"]} for n in range(2_0
 
 @pytest.fixture
 def big_json(json_blob, monkeypatch):
-    monkeypatch.setattr(blob_index, "RENDER_JSON_FROM_BYTES", 1_000)
+    monkeypatch.setattr(catalog, "RENDER_JSON_FROM_BYTES", 1_000)
     blob_id = json_blob(VALUE)
     refresh_blob(blob_id, store=blob_store())
     return blob_id

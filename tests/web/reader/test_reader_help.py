@@ -10,7 +10,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from django.urls import reverse
 
-from blobviewer.catalog import blobs as blob_index
+from blobviewer.catalog import blobs as catalog
 from blobviewer.catalog.blobs import refresh_blob
 from blobviewer.data_dir import blob_store
 from blobviewer.reader.selector_help import COMPLETIONS
@@ -116,7 +116,7 @@ def test_completions_stop_at_200_and_say_how_to_list_the_rest(logged_in_client, 
 def test_a_big_object_offers_the_keys_of_its_rendering_without_loading_it(
     logged_in_client, json_blob, monkeypatch
 ):
-    monkeypatch.setattr(blob_index, "RENDER_JSON_FROM_BYTES", 1_000)
+    monkeypatch.setattr(catalog, "RENDER_JSON_FROM_BYTES", 1_000)
     monkeypatch.setattr("blobviewer.reader.blob_page.SMALL_JSON", 1_000)
     blob_id = json_blob({f"k{n}": {"v": [n] * 10} for n in range(300)})
     refresh_blob(blob_id, store=blob_store())

@@ -10,7 +10,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from django.urls import reverse
 
-from blobviewer.catalog import blobs as blob_index
+from blobviewer.catalog import blobs as catalog
 from blobviewer.catalog.blobs import refresh_blob
 from blobviewer.data_dir import blob_store
 from blobviewer.reader.display import LINES_PER_PAGE
@@ -214,7 +214,7 @@ def test_a_raw_slice_pages_by_slices_and_its_rows(logged_in_client, json_blob):
 def test_the_first_page_of_a_big_json_array_comes_from_its_rendering(
     logged_in_client, json_blob, monkeypatch
 ):
-    monkeypatch.setattr(blob_index, "RENDER_JSON_FROM_BYTES", 1_000)
+    monkeypatch.setattr(catalog, "RENDER_JSON_FROM_BYTES", 1_000)
     blob_id = json_blob([{"n": n} for n in range(5_000)])
     refresh_blob(blob_id, store=blob_store())
 
