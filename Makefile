@@ -33,7 +33,7 @@ PORT ?= 8000
 run: venv
 	$(PY) manage.py serve_demo 127.0.0.1:$(PORT)
 
-# The production server for a team (README, "Run it for a team"), set up from the
+# The production server for a team (docs/team.md, "Run it for a team"), set up from the
 # environment. It refuses to start with DEBUG on, without SECRET_KEY or ALLOWED_HOSTS
 # before anything else runs; then migrates, collects static files, removes what crashed
 # writers left in the data folder, prints the deployment checks and runs gunicorn
@@ -47,10 +47,13 @@ serve: venv
 	$(PY) manage.py check --deploy
 	exec $(PY) -m gunicorn --config blobviewer/gunicorn.conf.py
 
+# The whole suite on as many workers as the machine has cores (pytest-xdist); ARGS goes
+# to pytest: `make test ARGS="-k share"`, `make test ARGS="tests/web/reader -n0 -x"`.
+ARGS ?=
 test: venv node
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy core blobviewer
-	$(PY) -m pytest
+	$(PY) -m pytest -n auto $(ARGS)
 
 bench: venv node
 	$(PY) bench/core_bench.py

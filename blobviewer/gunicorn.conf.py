@@ -4,7 +4,7 @@
 the gthread worker: WEB_CONCURRENCY processes (default 2), each with GUNICORN_THREADS
 threads (default 4), so a slow page or a long upload holds one thread, not a process.
 It listens on BIND, or else 127.0.0.1:PORT (default 8000): a proxy in front of it
-terminates HTTPS (README, "Run it for a team"). Everything that must be shared between
+terminates HTTPS (docs/team.md#run-it-for-a-team). Everything that must be shared between
 the processes (sessions, failed logins, the limit on expensive selectors) lives in the
 database or the data folder, never in one process's memory.
 

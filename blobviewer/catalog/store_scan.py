@@ -258,7 +258,8 @@ def _object_store_note(store: S3BlobStore) -> CatalogNote | None:
 # Some filesystems keep modification times in coarse ticks, so a file added in the same
 # tick as the change before it leaves the directory's time as it was. catalog_store waits
 # until the store's time is this old before remembering it, so that any later change
-# shows as a different time. (Network filesystems may be coarser still; see the README.)
+# shows as a different time. (Network filesystems may be coarser still; see
+# docs/store.md#the-catalog-and-blobs-index.)
 SETTLE_NS = 20_000_000
 _SETTLE_TRIES = 50
 

@@ -98,7 +98,8 @@ class Server:
 
 
 def production_env(tmp_path: Path, *, database_url: str, port: int) -> dict[str, str]:
-    """What an operator exports before `make serve` behind an HTTPS proxy (README)."""
+    """What an operator exports before `make serve` behind an HTTPS proxy
+    (docs/team.md#run-it-for-a-team)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(LEAKY)}
     env.update(
         {
