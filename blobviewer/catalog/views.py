@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 
 from blobviewer.catalog.listing import blob_rows, filter_choices, sort_headers
 from blobviewer.catalog.store_scan import catalog_note
@@ -14,7 +14,7 @@ from blobviewer.responses import render_page
 BLOBS_PER_PAGE = 50
 
 
-@require_GET
+@require_safe
 def blob_list(request: HttpRequest) -> HttpResponse:
     # Rows are made by ingest, uploads and `manage.py blobs index`, never here: the page
     # only notes (from two stats, no listing) when the store changed since the last index.

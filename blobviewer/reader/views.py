@@ -13,7 +13,7 @@ from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpRespons
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils.http import content_disposition_header
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 
 from blobviewer.catalog.blobs import as_missing, blob_for_view
 from blobviewer.catalog.provenance import blob_provenance, timeline_url
@@ -135,7 +135,7 @@ def _blob_pruned(request: HttpRequest, tombstone: PrunedBlob) -> HttpResponse:
     return render(request, "blob_pruned.html", {"tombstone": tombstone}, status=410)
 
 
-@require_GET
+@require_safe
 def blob_detail(request: HttpRequest, blob_id: uuid.UUID) -> HttpResponse:
     if tombstone := pruned_blob(blob_id, store=blob_store()):
         return _blob_pruned(request, tombstone)
@@ -155,7 +155,7 @@ def blob_detail(request: HttpRequest, blob_id: uuid.UUID) -> HttpResponse:
     )
 
 
-@require_GET
+@require_safe
 def blob_raw(request: HttpRequest, blob_id: uuid.UUID) -> HttpResponse:
     if tombstone := pruned_blob(blob_id, store=blob_store()):
         return _blob_pruned(request, tombstone)
@@ -197,7 +197,7 @@ class _Streamed:
 _RAW_BLOCK = 256 * 1024
 
 
-@require_GET
+@require_safe
 def api_inspect(request: HttpRequest, blob_id: uuid.UUID) -> HttpResponse:
     """Byte for byte what the model's inspect tool returns for this blob and selector."""
     store = blob_store()

@@ -8,14 +8,14 @@ from urllib.parse import urlencode, urlsplit
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.cache import patch_vary_headers
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 
 from blobviewer.models import Session
 from blobviewer.responses import positive_int
 from blobviewer.search.results import FIND_PARAM, OPEN_PARAM, anchor_of, find_state, same_page
 
 
-@require_GET
+@require_safe
 def session_find(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
     """Find in a session: open hit `hit` of `q` on the timeline (its page, at its anchor,
     with the find box saying where it is), or with `open=blob` the blob's page at the hit.

@@ -16,7 +16,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.cache import add_never_cache_headers
 from django.views.decorators.csrf import csrf_exempt
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from blobviewer.catalog.blobs import blob_for_view, catalogued_blob
 from blobviewer.catalog.provenance import blob_provenance
@@ -85,7 +85,7 @@ def api_ingest(request: HttpRequest) -> HttpResponse:
 # --- API tokens ----------------------------------------------------------------------------
 
 
-@require_http_methods(["GET", "POST"])
+@require_http_methods(["GET", "HEAD", "POST"])
 def token_list(request: HttpRequest) -> HttpResponse:
     """My API tokens; a POST makes one and shows its secret, this once."""
     form = ApiTokenForm(request.POST if request.method == "POST" else None)
@@ -162,7 +162,7 @@ def _share_refused(request: HttpRequest, blob: Blob, form: ShareLinkForm) -> Htt
     return render(request, "blob_detail.html", context, status=max(status, 400))
 
 
-@require_GET
+@require_safe
 def share_list(request: HttpRequest) -> HttpResponse:
     links = list(ShareLink.objects.filter(created_by=request.user).select_related("blob"))
     for link in links:
@@ -177,7 +177,7 @@ def _with_share_url(request: HttpRequest, link: ShareLink) -> ShareLink:
     return link
 
 
-@require_http_methods(["GET", "POST"])
+@require_http_methods(["GET", "HEAD", "POST"])
 def share_revoke(request: HttpRequest, token: str) -> HttpResponse:
     """GET asks "Revoke this link?" (the page a button leads to without JavaScript); POST
     revokes. With htmx (the list's button, after its hx-confirm) the answer is the list's
@@ -185,7 +185,7 @@ def share_revoke(request: HttpRequest, token: str) -> HttpResponse:
     link = get_object_or_404(
         ShareLink.objects.select_related("blob"), token=token, created_by=request.user
     )
-    if request.method == "GET":
+    if request.method in ("GET", "HEAD"):  # asking, never revoking
         context = {"link": link, "share_url": share_url(request, link)}
         return render(request, "share_revoke_confirm.html", context)
     if link.revoked_at is None:
@@ -199,7 +199,7 @@ def share_revoke(request: HttpRequest, token: str) -> HttpResponse:
 
 
 @login_not_required
-@require_GET
+@require_safe
 def share_detail(request: HttpRequest, token: str) -> HttpResponse:
     """The blob behind a share link, no login needed. The visitor may change the selector,
     but the link never shows anything other than its one blob."""
@@ -224,7 +224,7 @@ def share_detail(request: HttpRequest, token: str) -> HttpResponse:
 
 
 @login_not_required
-@require_GET
+@require_safe
 def share_raw(request: HttpRequest, token: str) -> HttpResponse:
     link = _active_share_link(request, token)
     if isinstance(link, HttpResponse):

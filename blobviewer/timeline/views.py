@@ -8,7 +8,7 @@ from django.core.paginator import Paginator
 from django.db.models import Count, Sum
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 
 from blobviewer.forms import SessionFilterForm
 from blobviewer.models import Item, Session
@@ -27,7 +27,7 @@ _ITEM_FRAGMENTS = {
 }
 
 
-@require_GET
+@require_safe
 def session_list(request: HttpRequest) -> HttpResponse:
     form = SessionFilterForm(request.GET)
     sessions = form.filter(Session.objects.all())
@@ -60,7 +60,7 @@ def session_list(request: HttpRequest) -> HttpResponse:
     return render_page(request, "session_list.html", context, fragment="session_list.html#list")
 
 
-@require_GET
+@require_safe
 def session_detail(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
     """The run as steps (see blobviewer.timeline.pages); htmx gets the outline and the steps."""
     session = get_object_or_404(Session, id=session_id)
@@ -74,7 +74,7 @@ def session_detail(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
     return response
 
 
-@require_GET
+@require_safe
 def item_detail(request: HttpRequest, session_id: uuid.UUID, seq: int) -> HttpResponse:
     """One item whole. For htmx, what replaces its cut copy on the timeline (the output,
     the text, the message); or, into the slot under a step, the output the model got."""
