@@ -290,6 +290,8 @@ def child(folder: Path, data: Path, profile: bool) -> None:
     from django.core.management import CommandError, call_command
     from django.db import connection
 
+    import blobviewer.ingest.promotion
+    import blobviewer.ingest.recording_files
     import blobviewer.ingest.sessions
     import core.promotion
     from core.store import FsBlobStore
@@ -302,10 +304,10 @@ def child(folder: Path, data: Path, profile: bool) -> None:
     index_session = blobviewer.ingest.sessions.index_session
     blobviewer.ingest.sessions.index_session = lambda *args, **kwargs: None
     timers.wrap(blobviewer.ingest.sessions, "open_recording", "read")
-    timers.wrap(blobviewer.ingest.sessions, "parse_session_log", "read")
-    timers.wrap(blobviewer.ingest.sessions, "promote", "promote")
-    timers.wrap(blobviewer.ingest.sessions, "index_blobs", "blob facts and rows")
-    timers.wrap(blobviewer.ingest.sessions, "summarize", "promote")
+    timers.wrap(blobviewer.ingest.recording_files, "parse_session_log", "read")
+    timers.wrap(blobviewer.ingest.promotion, "promote", "promote")
+    timers.wrap(blobviewer.ingest.sessions, "catalog_blobs", "blob facts and rows")
+    timers.wrap(blobviewer.ingest.promotion, "summarize", "promote")
     timers.wrap(core.promotion, "summarize", "promote")
     timers.wrap(FsBlobStore, "store_sync", "blob files")
     timers.wrap(FsBlobStore, "discard_sync", "blob files")

@@ -32,7 +32,8 @@ from pathlib import Path
 
 from blobviewer.catalog.session_logs import KeptRecordings, RecordingCopy, session_logs
 from blobviewer.ingest.importers import OUR_FORMAT
-from blobviewer.ingest.sessions import IngestResult, Opened
+from blobviewer.ingest.recording_files import Opened
+from blobviewer.ingest.sessions import IngestResult
 
 
 def keep_copies(

@@ -30,7 +30,7 @@ from types import FrameType
 import watchfiles
 
 from blobviewer.ingest.importers import folder_layout
-from blobviewer.ingest.sessions import RECORDING_SUFFIXES, recording_paths
+from blobviewer.ingest.recording_files import RECORDING_SUFFIXES, recording_paths
 
 # watchfiles yields a batch once no change came for STEP_MS, or after DEBOUNCE_MS of
 # changes that keep coming (an agent appending a line every few milliseconds): a busy

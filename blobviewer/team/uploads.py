@@ -35,13 +35,10 @@ from blobviewer.catalog.blobs import refresh_blob
 from blobviewer.catalog.retention import upload_refusal
 from blobviewer.catalog.session_logs import LogBusy, LogDiverges, session_logs
 from blobviewer.data_dir import blob_store, blobs_url, data_dir, sessions_dir
-from blobviewer.ingest.sessions import (
-    IngestError,
-    IngestResult,
-    OutdatedSession,
-    SessionPruned,
-    ingest_session,
-)
+from blobviewer.ingest.errors import IngestError, OutdatedSession, SessionPruned
+from blobviewer.ingest.options import IngestOptions
+from blobviewer.ingest.planning import repeated_seq
+from blobviewer.ingest.sessions import IngestResult, ingest_session
 from blobviewer.models import Blob, BlobRef, Session
 from blobviewer.search.indexing import index_pending_blobs
 from blobviewer.team.ownership import NotYours, check_blob_fills, claim_session
@@ -166,7 +163,7 @@ def save_upload(upload: Upload, *, owner: AbstractBaseUser) -> UploadResult:
                 source_path=logs.location(session_id),
                 store=store,
                 source_format="blobviewer",
-                owner=owner,
+                options=IngestOptions(owner=owner),
             )
             # Blobs sent after the items that reference them: their rows said "missing".
             for blob in Blob.objects.filter(id__in=added, missing=True):
@@ -324,14 +321,12 @@ def _read_log(path: Path) -> SessionLog:
 def _check_unique_seqs(log: SessionLog) -> None:
     # Ingest refuses these too, but only after the blobs would be stored; here the
     # message can also name the line.
-    first_line: dict[int, int] = {}
-    for line, record in enumerate(log.records, start=2):
-        seq = record["seq"]
-        if seq in first_line:
-            raise UploadError(
-                f"line {line}: seq {seq} appears more than once (first on line {first_line[seq]})"
-            )
-        first_line[seq] = line
+    repeat = repeated_seq(log.records)
+    if repeat is not None:  # records are lines 2 and on
+        seq, line, first_line = repeat[0], repeat[1] + 2, repeat[2] + 2
+        raise UploadError(
+            f"line {line}: seq {seq} appears more than once (first on line {first_line})"
+        )
 
 
 def _at_line(line: int | None, message: str) -> str:

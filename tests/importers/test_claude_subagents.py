@@ -19,7 +19,7 @@ from django.urls import reverse
 
 from blobviewer.ingest.importers import claude_code, load_recording
 from blobviewer.ingest.importers.recording import IMPORT_NAMESPACE
-from blobviewer.ingest.sessions import recording_paths
+from blobviewer.ingest.recording_files import recording_paths
 from blobviewer.models import Item, Session
 from importers.recordings import claude_line, write_jsonl
 

@@ -16,8 +16,9 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from blobviewer.data_dir import blob_store
+from blobviewer.ingest.errors import IngestError
 from blobviewer.ingest.importers import RecordingError, detect, load_recording
-from blobviewer.ingest.sessions import IngestError, ingest_file
+from blobviewer.ingest.sessions import ingest_file
 from blobviewer.models import Item, Session
 from core.content import utf8_size
 from core.store.blob_id import BLOB_REF

@@ -18,6 +18,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from blobviewer.data_dir import blob_store
+from blobviewer.ingest.errors import IngestError
 from blobviewer.ingest.importers import (
     Recording,
     RecordingError,
@@ -28,7 +29,8 @@ from blobviewer.ingest.importers import (
     load_runs,
     openhands,
 )
-from blobviewer.ingest.sessions import IngestError, ingest_file, ingest_recordings, recording_paths
+from blobviewer.ingest.recording_files import recording_paths
+from blobviewer.ingest.sessions import ingest_file, ingest_recordings
 from blobviewer.models import Item, Session
 from importers.read_back import assert_big_outputs_read_back
 from importers.recordings import FIXTURES

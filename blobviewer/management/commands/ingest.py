@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import close_old_connections, connection
 
@@ -27,23 +26,16 @@ from blobviewer.catalog.session_logs import KeptRecordings, kept_recordings
 from blobviewer.data_dir import blob_store
 from blobviewer.ingest.agent_folders import RecordingFilter, describe_search, find_agent_folders
 from blobviewer.ingest.database_ready import DatabaseNotReady, prepare_database
+from blobviewer.ingest.errors import IngestError, NotARecording, OutdatedSession, SessionPruned
 from blobviewer.ingest.kept_recordings import keep_copies
+from blobviewer.ingest.options import IngestOptions
 from blobviewer.ingest.progress import ProgressLine, Unended, is_terminal
 from blobviewer.ingest.rebuild import rebuild_targets, still_outdated
-from blobviewer.ingest.sessions import (
-    IngestError,
-    IngestResult,
-    NotARecording,
-    Opened,
-    OutdatedSession,
-    SessionPruned,
-    ingest_recordings,
-    open_recording,
-    recording_paths,
-)
+from blobviewer.ingest.recording_files import Opened, open_recording, recording_paths
+from blobviewer.ingest.sessions import IngestResult, ingest_recordings
 from blobviewer.ingest.watch import Seen, WatchError, WatchRoot, follow, stop_on_signals
 from blobviewer.team.ownership import NoSuchUser, user_named
-from core.store import FsBlobStore
+from core.store import BlobStore
 from core.store.errors import BlobStoreError
 
 
@@ -62,11 +54,11 @@ class _Tally:
 
 
 @dataclass(frozen=True)
-class _Options:
-    store: FsBlobStore
-    force: bool
-    owner: AbstractBaseUser | None
-    rebuild: bool
+class _Run:
+    """What every recording of a run of the command is ingested with."""
+
+    store: BlobStore
+    options: IngestOptions
     # With an object store: where each recording's copy is kept (blobviewer.ingest.kept_recordings)
     copies: KeptRecordings | None = None
     # Kept copies fetched for a rebuild: each is ingested as the recording it stands for
@@ -157,17 +149,7 @@ class Command(BaseCommand):
         rebuild_all: bool = False,
         **options: Any,
     ) -> None:
-        if rebuild_all and not rebuild:
-            raise CommandError("--all goes with --rebuild: manage.py ingest --rebuild --all")
-        if watch and rebuild:
-            raise CommandError(
-                "--watch follows recordings as they grow; re-derive sessions first with "
-                "manage.py ingest --rebuild, then watch"
-            )
-        if not paths and not rebuild_all and not agents:
-            raise CommandError(
-                "give the recordings to ingest: manage.py ingest PATH... (or --agents)"
-            )
+        _check_flags(paths, agents=agents, watch=watch, rebuild=rebuild, rebuild_all=rebuild_all)
         try:
             migrated = prepare_database()
         except DatabaseNotReady as error:
@@ -203,7 +185,8 @@ class Command(BaseCommand):
             raise CommandError("nothing to watch: no agent folder was found")
         present = [path for path in paths if path.exists()]
         sources = targets.copies if targets is not None else {}
-        run = _Options(blob_store(), force, owner_user, rebuild, copies, sources)
+        ingest_options = IngestOptions(force=force, owner=owner_user, rebuild=rebuild)
+        run = _Run(blob_store(), ingest_options, copies, sources)
         stop = threading.Event()
         with stop_on_signals(stop):
             if watch:
@@ -236,7 +219,7 @@ class Command(BaseCommand):
     def _first_pass(
         self,
         files: list[tuple[Path, bool]],
-        run: _Options,
+        run: _Run,
         stop: threading.Event,
         seen: Seen | None = None,
         before_summary: Callable[[], Iterable[str]] = tuple,
@@ -268,7 +251,7 @@ class Command(BaseCommand):
     def _in_turn(
         self,
         files: list[tuple[Path, bool]],
-        run: _Options,
+        run: _Run,
         stop: threading.Event,
         tally: _Pass,
         seen: Seen | None,
@@ -313,7 +296,7 @@ class Command(BaseCommand):
         named: bool,
         prefix: str,
         tally: _Tally,
-        run: _Options,
+        run: _Run,
         said: dict[str, str] | None = None,
     ) -> bool:
         """Ingest one recording and report it (a line per session; an evaluation output
@@ -408,7 +391,7 @@ class Command(BaseCommand):
         self,
         paths: list[Path],
         accepts: RecordingFilter | None,
-        run: _Options,
+        run: _Run,
         stop: threading.Event,
     ) -> None:
         """The first pass over *paths*, then each changed recording again, until *stop*."""
@@ -458,7 +441,22 @@ class Command(BaseCommand):
         )
 
 
-def _outcomes(path: Path, run: _Options) -> list[tuple[str, Any]]:
+def _check_flags(
+    paths: list[Path], *, agents: bool, watch: bool, rebuild: bool, rebuild_all: bool
+) -> None:
+    """Refuse flags that do not go together, before anything is read."""
+    if rebuild_all and not rebuild:
+        raise CommandError("--all goes with --rebuild: manage.py ingest --rebuild --all")
+    if watch and rebuild:
+        raise CommandError(
+            "--watch follows recordings as they grow; re-derive sessions first with "
+            "manage.py ingest --rebuild, then watch"
+        )
+    if not paths and not rebuild_all and not agents:
+        raise CommandError("give the recordings to ingest: manage.py ingest PATH... (or --agents)")
+
+
+def _outcomes(path: Path, run: _Run) -> list[tuple[str, Any]]:
     """Ingest one recording: ingest_recordings' outcomes, a run's error or the file's as
     an exception, never raised."""
     read_from = path
@@ -468,12 +466,7 @@ def _outcomes(path: Path, run: _Options) -> list[tuple[str, Any]]:
         if run.copies is not None:
             opened = _open(read_from, path)  # what is ingested is what is kept
         outcomes: list[tuple[str, Any]] = ingest_recordings(
-            path,
-            store=run.store,
-            force=run.force,
-            owner=run.owner,
-            rebuild=run.rebuild,
-            opened=opened,
+            path, store=run.store, options=run.options, opened=opened
         )
     except Exception as error:  # noqa: BLE001 - reported like a run's error
         outcomes = [("", error)]

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from blobviewer.ingest.sessions import IngestError, ingest_session
+from blobviewer.ingest.errors import IngestError
+from blobviewer.ingest.sessions import ingest_session
 from blobviewer.models import Blob, Item, Session
 from core.content import Structured, Text
 from core.promotion import promote

@@ -14,6 +14,7 @@ import pytest
 from django.db import IntegrityError, connection
 
 from blobviewer.ingest import sessions as ingest_module
+from blobviewer.ingest import writing
 from blobviewer.ingest.sessions import IngestResult, ingest_recordings, ingest_session
 from blobviewer.models import Blob, BlobRef, Item
 from core.store import FsBlobStore
@@ -31,7 +32,7 @@ def test_an_ingest_that_meets_a_session_committed_meanwhile_plans_again(
     head = header(session_id)
     first = [user_item(1, "one"), tool_result_item(2, BUILD_LOG)]
     grown = [*first, user_item(3, "three")]
-    real = ingest_module.index_blobs
+    real = ingest_module.catalog_blobs
     calls = []
 
     def racing(*args: Any, **kwargs: Any) -> Any:
@@ -47,7 +48,7 @@ def test_an_ingest_that_meets_a_session_committed_meanwhile_plans_again(
             other.join()
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(ingest_module, "index_blobs", racing)
+    monkeypatch.setattr(ingest_module, "catalog_blobs", racing)
     result = ingest_session(head, grown, source_path="this", store=store)
 
     assert len(calls) >= 2  # planned again
@@ -63,7 +64,7 @@ def test_a_conflict_tried_again_stores_its_outputs_anew(
     tmp_path: Path, store: FsBlobStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     tries = []
-    insert_items = ingest_module._insert_items
+    insert_items = writing._insert_items
 
     def conflicting_once(*args: Any, **kwargs: Any) -> None:
         tries.append(len(tries) + 1)
@@ -71,7 +72,7 @@ def test_a_conflict_tried_again_stores_its_outputs_anew(
             raise IntegrityError("UNIQUE constraint failed: blobviewer_item.session_id")
         insert_items(*args, **kwargs)
 
-    monkeypatch.setattr(ingest_module, "_insert_items", conflicting_once)
+    monkeypatch.setattr(writing, "_insert_items", conflicting_once)
     path = tmp_path / CLAUDE_CODE.name
     shutil.copyfile(CLAUDE_CODE, path)
     [(_, result)] = ingest_recordings(path, store=store)

@@ -14,7 +14,8 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection
 
-from blobviewer.ingest.sessions import NotARecording, ingest_recordings
+from blobviewer.ingest.errors import NotARecording
+from blobviewer.ingest.sessions import ingest_recordings
 from blobviewer.models import Blob, BlobRef, Item, Session
 from core.store import FsBlobStore
 from importers.recordings import FIXTURES

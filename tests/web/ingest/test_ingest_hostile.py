@@ -120,12 +120,12 @@ def test_promoted_blobs_are_discarded_when_the_database_refuses_the_items(
 ) -> None:
     from django.db import IntegrityError
 
-    from blobviewer.ingest import sessions as ingest_module
+    from blobviewer.ingest import writing
 
     def refuse(*args: object, **kwargs: object) -> None:
         raise IntegrityError("simulated: another ingest of this session won the race")
 
-    monkeypatch.setattr(ingest_module, "_insert_items", refuse)
+    monkeypatch.setattr(writing, "_insert_items", refuse)
     path = write_log([header(), tool_result_item(1, BIG)])
 
     _, err, ok = ingest(path)

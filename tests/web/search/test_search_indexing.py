@@ -15,7 +15,7 @@ from django.utils import timezone
 from blobviewer.bulk_insert import claim_rows
 from blobviewer.ingest import sessions as ingest_module
 from blobviewer.ingest.sessions import ingest_session
-from blobviewer.models import Blob, SearchChunk, SearchedBlob
+from blobviewer.models import Blob, Item, SearchChunk, SearchedBlob
 from blobviewer.search import indexing as search
 from blobviewer.search.indexing import (
     CHUNK_CHARS,
@@ -82,7 +82,7 @@ def test_each_text_is_indexed_as_the_chunks_text_chunks_makes_of_it(store, monke
     assert item_chunks == [
         ("text", c.start, c.line, c.text, c.text.casefold()) for c in text_chunks(long_text)
     ]
-    output = ingest_module.Item.objects.get(session_id=session_id, seq=2).output
+    output = Item.objects.get(session_id=session_id, seq=2).output
     blob_id = uuid.UUID(BLOB_REF.match(output).group(1))
     text, total = blob_search_text(store, blob_id, limit=blob_bytes_limit())
     blob_chunks = list(

@@ -12,7 +12,7 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from blobviewer.ingest.sessions import IngestError
+from blobviewer.ingest.errors import IngestError
 from blobviewer.models import ApiToken, Blob, Item, Session
 from core.content import Structured, Text
 from core.store import FsBlobStore

@@ -1,0 +1,122 @@
+"""Promotion on the way in: tool outputs a recording kept whole go through core's
+promotion as a live Worker's would have, so an output over the threshold is stored as a
+blob and its item keeps the summary (docs/promotion.md). Only new items are promoted, so
+ingesting a recording again stores nothing twice; a rebuild keeps the blob an output had
+when it is still what promotion would store."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from blobviewer.catalog.blobs import BlobFacts, stored_blob_facts
+from blobviewer.ingest.errors import IngestError
+from blobviewer.ingest.rows import ItemRow, promoted_blob_id
+from blobviewer.models import Blob
+from core.agent.policy import Policy
+from core.content import Content, Stored, Text, encode_text, utf8_size
+from core.json_values import dumps_for_storage
+from core.promotion import admit_sync, promote
+from core.store import BlobStore
+from core.store.blob_id import BLOB_REF
+from core.store.errors import BlobStoreError
+from core.summary import summarize
+
+
+class Promotions:
+    """The outputs one ingest of a session promotes into *store* under *policy*, and what
+    that did: the blobs it wrote (to discard should the ingest fail), the rows of those
+    made from the content in hand (see stored_blob_facts), and the old blobs a rebuild
+    kept."""
+
+    def __init__(self, store: BlobStore, policy: Policy, source_path: str) -> None:
+        self.store = store
+        self.policy = policy
+        self.source_path = source_path
+        self.written: list[uuid.UUID] = []
+        self.stored: dict[uuid.UUID, Blob] = {}
+        self.reused: list[uuid.UUID] = []
+
+    def promoted(
+        self, record: Mapping[str, Any], *, reuse: uuid.UUID | None = None
+    ) -> Mapping[str, Any]:
+        """*record*, its tool output promoted when the recording kept a big one whole.
+
+        An output that already starts with `[blob:<id>]` is a summary our Worker wrote, or
+        an inspect result (never promoted), and passes as it is. When the blob *reuse* (the
+        one the item had before a rebuild) holds exactly what promotion would store, the
+        output is summarised under that id and nothing is stored: share links to it keep
+        working.
+        """
+        output = _promotable(record)
+        if output is None:
+            return record
+        promoted = promote(output, self.policy)
+        if not isinstance(promoted, Stored):
+            return record
+        if reuse is not None and _holds(self.store, reuse, promoted.content):
+            self.reused.append(reuse)
+            summary = summarize(reuse, promoted.content, self.policy)
+            return {**record, "output": summary, "received_bytes": utf8_size(output)}
+        try:
+            text, blob_id = self._store(promoted)
+        except BlobStoreError as error:
+            # The store's own message may name its folder: that is for the operator only.
+            raise IngestError(
+                self.source_path,
+                None,
+                f"seq {record.get('seq')}: the blob store cannot store its output",
+                detail=str(error),
+            ) from None
+        return {**record, "output": text, "received_bytes": utf8_size(output)}
+
+    def _store(self, promoted: Stored) -> tuple[str, uuid.UUID]:
+        """Store *promoted*; its summary and blob id. Raises BlobStoreError."""
+        admitted = admit_sync(promoted, self.store, self.policy)
+        assert admitted.blob_id is not None  # a Stored output is always stored
+        self.written.append(admitted.blob_id)
+        row = stored_blob_facts(admitted.blob_id, promoted.content, store=self.store)
+        if row is not None:
+            self.stored[admitted.blob_id] = row
+        return admitted.text, admitted.blob_id
+
+    def discard(self) -> None:
+        """Delete the blobs written, files and rows (the ingest failed)."""
+        for blob_id in self.written:
+            self.store.discard_sync(blob_id)
+        Blob.objects.filter(id__in=self.written).delete()
+
+
+def size_promoted(items: list[ItemRow], records: list[Mapping[str, Any]], facts: BlobFacts) -> None:
+    """Received bytes of outputs promoted before ingest (our own logs: the output is the
+    summary): the blob's size, when the store has the blob. Outputs ingest promoted
+    itself carry theirs in the record."""
+    for item, record in zip(items, records, strict=True):
+        if "received_bytes" in record:
+            continue
+        blob_id = promoted_blob_id(item)
+        blob = facts.rows.get(blob_id) if blob_id is not None else None
+        if blob is not None and not blob.missing and blob.size is not None:
+            item.received_bytes = blob.size
+
+
+def _promotable(record: Mapping[str, Any]) -> str | None:
+    """The output of a tool result that promotion may store (not a summary already)."""
+    output = record.get("output")
+    if record.get("type") != "tool_result" or not isinstance(output, str):
+        return None
+    return None if BLOB_REF.match(output) else output
+
+
+def _holds(store: BlobStore, blob_id: uuid.UUID, content: Content) -> bool:
+    """Whether the store's blob *blob_id* is byte for byte what storing *content* writes."""
+    try:
+        with store.open_sync(blob_id) as blob:
+            if isinstance(content, Text):
+                data, kind = encode_text(content.text), "text"
+            else:
+                data, kind = dumps_for_storage(content.value), "json"
+            return blob.kind == kind and blob.size == len(data) and blob.read(0, len(data)) == data
+    except (BlobStoreError, OSError, TypeError, ValueError, RecursionError):
+        return False  # unreadable or unencodable: store the output anew

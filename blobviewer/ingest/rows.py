@@ -1,0 +1,268 @@
+"""The Item rows ingest writes, made from records: each field made storable, each record's
+digest (what keys it on the next ingest), token counts and times a database column holds,
+and the blob references an item's text and output make."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import orjson
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+
+from blobviewer.ingest.errors import IngestError
+from blobviewer.ingest.importers import OUR_FORMAT
+from blobviewer.models import Item
+from core.content import utf8_size
+from core.store.blob_id import BLOB_REF, blob_created_at, find_blob_refs
+
+TOKEN_FIELDS = ("input_tokens", "output_tokens", "context_tokens")
+_MAX_BIGINT = 2**63 - 1
+_ITEM_TYPES = frozenset(Item.Type.values)
+
+# Databases cannot hold every str Python can: PostgreSQL refuses NUL in text and JSON, and
+# neither database encodes lone surrogates. The log file keeps the original; the index
+# keeps a visible stand-in.
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+_HEX64 = re.compile("[0-9a-f]{64}")
+
+
+@dataclass(slots=True)
+class ItemRow:
+    """An item about to be inserted: the columns of its Item row, by attribute name (see
+    blobviewer.bulk_insert: a model instance per row costs more than all the rest)."""
+
+    session_id: uuid.UUID
+    seq: int
+    type: str
+    at: datetime | None
+    text: str
+    tool_calls: list[dict[str, Any]]
+    call_id: str
+    tool: str
+    output: str
+    is_error: bool
+    role: str
+    digest: str
+    sidechain: bool
+    output_bytes: int
+    received_bytes: int
+    input_tokens: int | None
+    output_tokens: int | None
+    context_tokens: int | None
+    note: str
+    duration: timedelta | None = None
+    id: int | None = None  # the row's pk, once inserted (a rebuild keeps the old one)
+
+    @property
+    def pk(self) -> int | None:
+        return self.id
+
+    def as_model(self) -> Item:
+        """The Item this row is (for code that wants a model instance)."""
+        return Item(**{name: getattr(self, name) for name in self.__slots__})
+
+
+def item_row(
+    session_id: uuid.UUID, source_path: str, record: Mapping[str, Any], *, pk: int | None = None
+) -> ItemRow:
+    """The row of *record* (with its final seq and digest); raises IngestError for a type
+    that is no item's."""
+    get = record.get
+    kind = get("type")
+    if kind not in _ITEM_TYPES:
+        raise IngestError(source_path, None, f"seq {get('seq')}: bad type {kind!r}")
+    output = _text(get("output"))
+    output_bytes = utf8_size(output) if kind == Item.Type.TOOL_RESULT else 0
+    received = get("received_bytes")
+    if not isinstance(received, int) or isinstance(received, bool) or received < 0:
+        received = output_bytes
+    return ItemRow(
+        session_id,
+        record["seq"],
+        str(kind),
+        storable_time(get("at")),
+        storable_text(get("text")),
+        storable_json(_tool_calls(get("tool_calls"))),
+        storable_text(get("call_id"))[:200],
+        storable_text(get("tool"))[:200],
+        storable(output),
+        get("is_error") is True,
+        storable_text(get("role"))[:50],
+        _text(get("digest")),
+        get("sidechain") is True,
+        output_bytes,
+        received,
+        stored_tokens(get("input_tokens")),
+        stored_tokens(get("output_tokens")),
+        stored_tokens(get("context_tokens")),
+        storable_text(get("note")),
+        id=pk,
+    )
+
+
+# --- digests ----------------------------------------------------------------------------
+
+
+def with_digests(records: Sequence[Mapping[str, Any]], source_format: str) -> list[dict[str, Any]]:
+    """*records* as recorded (see _as_recorded), each with its `digest`: the importer's
+    `source_digest` for another agent's recording, else (our own logs, or an importer
+    that gives none) the digest of the record as it is, which for our log is the line."""
+    keyed = []
+    for record in map(_as_recorded, records):
+        source = record.get("source_digest")
+        data = {key: value for key, value in record.items() if key != "source_digest"}
+        if source_format != OUR_FORMAT and isinstance(source, str) and _HEX64.fullmatch(source):
+            data["digest"] = source
+        else:
+            data["digest"] = _digest(record)
+        keyed.append(data)
+    return keyed
+
+
+def _as_recorded(record: Mapping[str, Any]) -> Mapping[str, Any]:
+    """*record* without the fields only ingest itself may set: a log cannot claim what
+    its tool outputs weighed before promotion."""
+    if "received_bytes" not in record:
+        return record
+    return {key: value for key, value in record.items() if key != "received_bytes"}
+
+
+def _digest(record: Mapping[str, Any]) -> str:
+    try:
+        canonical = orjson.dumps(record, option=orjson.OPT_SORT_KEYS)
+    except TypeError:  # lone surrogates or huge ints: the stdlib writes them escaped
+        canonical = json.dumps(record, sort_keys=True, ensure_ascii=True).encode()
+    return hashlib.sha256(canonical).hexdigest()
+
+
+# --- values a column holds ----------------------------------------------------------------
+
+
+def session_created_at(
+    header: Mapping[str, Any], session_id: uuid.UUID, *, kept: datetime | None = None
+) -> datetime:
+    """The header's time; else *kept* (an existing session keeps its time), else the
+    session id's (UUID v7), else now: a timeless recording sorts by when it was ingested."""
+    parsed = storable_time(header.get("created_at"))
+    return parsed or kept or blob_created_at(session_id) or timezone.now()
+
+
+def storable_time(value: Any) -> datetime | None:
+    """*value* (a datetime, or ISO 8601 text) as an aware UTC time a database holds;
+    None when it is none, or out of range."""
+    if isinstance(value, datetime):
+        parsed: datetime | None = value
+    elif isinstance(value, str):
+        try:
+            parsed = parse_datetime(value.strip())
+        except ValueError:
+            parsed = None
+    else:
+        parsed = None
+    if parsed is None:
+        return None
+    if timezone.is_naive(parsed):
+        parsed = parsed.replace(tzinfo=UTC)
+    try:
+        parsed = parsed.astimezone(UTC)
+    except (OverflowError, ValueError):
+        return None
+    # Databases hold years 1-9999; keep a margin so no time zone takes it out of range.
+    return parsed if 2 <= parsed.year <= 9998 else None
+
+
+def stored_tokens(value: Any) -> int | None:
+    """A token count a database column holds, else None (not recorded)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= _MAX_BIGINT:
+        return None
+    return value
+
+
+def storable_text(value: Any) -> str:
+    """storable(value) for a str, "" for anything else: the common case in one call."""
+    if not isinstance(value, str):
+        return ""
+    return storable(value)
+
+
+def storable(text: str) -> str:
+    """*text* with what no database holds replaced: NUL by ␀, lone surrogates by �."""
+    if text.isascii():  # much faster than the regex over a long text
+        return text.replace("\x00", "\u2400") if "\x00" in text else text
+    if not _UNSTORABLE.search(text):
+        return text
+    return _UNSTORABLE.sub(lambda m: "\u2400" if m.group() == "\x00" else "\ufffd", text)
+
+
+def storable_json(value: Any) -> Any:
+    """*value* with storable strings (and keys). Most values have nothing to replace:
+    orjson, which refuses a lone surrogate, writes them without a NUL (escaped `\\u0000`)
+    many times faster than this function walks them, and they come back as they are."""
+    if isinstance(value, list | dict):
+        try:
+            if b"\\u0000" not in orjson.dumps(value):
+                return value
+        except TypeError:  # a lone surrogate, a key that is no string, a huge int
+            pass
+    return storable_walk(value)
+
+
+def storable_walk(value: Any) -> Any:
+    """storable_json, walking every value (what it does when orjson cannot tell)."""
+    if isinstance(value, str):
+        return storable(value)
+    if isinstance(value, list):
+        return [storable_walk(v) for v in value]
+    if isinstance(value, dict):
+        return {storable(str(k)): storable_walk(v) for k, v in value.items()}
+    return value
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _tool_calls(value: Any) -> list[dict[str, Any]]:
+    if not isinstance(value, list):
+        return []
+    return [
+        {
+            "id": _text(call.get("id")),
+            "name": _text(call.get("name")),
+            "arguments": call.get("arguments", {}),
+        }
+        for call in value
+        if isinstance(call, dict)
+    ]
+
+
+# --- blob references ------------------------------------------------------------------------
+
+
+def item_blob_refs(item: Item | ItemRow) -> list[uuid.UUID]:
+    """The blobs *item*'s text and output name, each once, in order."""
+    refs = find_blob_refs(item.text)
+    for blob_id in find_blob_refs(item.output):
+        if blob_id not in refs:
+            refs.append(blob_id)
+    return refs
+
+
+def promoted_blob_id(item: Item | ItemRow) -> uuid.UUID | None:
+    """The blob a promoted tool output's summary names; None for inline outputs.
+
+    An inspect result also starts with `[blob:<id>]`, but it is what the model read, never
+    promoted, so it is its own size.
+    """
+    if item.type != Item.Type.TOOL_RESULT or item.tool == "inspect":
+        return None
+    match = BLOB_REF.match(item.output)
+    return uuid.UUID(match.group(1)) if match else None
