@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 from django.conf import settings
 from django.core.validators import ProhibitNullCharactersValidator
@@ -128,7 +130,7 @@ class SelectorField(forms.CharField):
 
     def __init__(self, **kwargs: object) -> None:
         super().__init__(required=False, max_length=1000, strip=True, **kwargs)
-        self.validators = [
+        self.validators: list[Any] = [
             v for v in self.validators if not isinstance(v, ProhibitNullCharactersValidator)
         ]
 

@@ -85,6 +85,10 @@ class PromotedJson(Structured):
     use (the store and summaries never need to)."""
 
     __slots__ = ("_parsed", "data", "facts", "index")
+    data: bytes | bytearray
+    facts: JsonFacts
+    index: bytes | None
+    _parsed: Any
 
     def __init__(
         self, data: bytes | bytearray, facts: JsonFacts, index: bytes | None = None
@@ -94,7 +98,7 @@ class PromotedJson(Structured):
         object.__setattr__(self, "index", index)
         object.__setattr__(self, "_parsed", None)
 
-    @property  # type: ignore[override]
+    @property
     def value(self) -> Any:
         if self._parsed is None:
             object.__setattr__(self, "_parsed", parse_json(bytes(self.data)))
@@ -108,10 +112,11 @@ class PromotedJson(Structured):
         if isinstance(other, PromotedJson):
             return self.data == other.data
         if isinstance(other, Structured):
-            return self.value == other.value
+            return bool(self.value == other.value)
         return NotImplemented
 
-    __hash__ = None  # type: ignore[assignment]
+    # Equal to a Structured of the same value, so hashed by neither data nor value.
+    __hash__ = None  # type: ignore[assignment]  # None is how Python spells "unhashable"
 
     def __repr__(self) -> str:
         return f"PromotedJson({self.kind}, {self.facts.count} entries, {len(self.data)} bytes)"
@@ -125,7 +130,7 @@ def stream_json(output: str) -> PromotedJson | None:
         return None
     if ("\\ud" in output or "\\uD" in output) and not _surrogates_paired(output):
         return None
-    start = _LEADING_SPACE.match(output).end()  # type: ignore[union-attr]
+    start = _LEADING_SPACE.match(output).end()  # type: ignore[union-attr]  # \s* always matches
     opening = output[start : start + 1]  # no copy of a huge output, unlike lstrip
     try:
         if opening == "[":

@@ -58,7 +58,8 @@ def _may_hold_a_long_integer(text: str | bytes) -> bool:
     """Whether *text* has 19 digits in a row (a str is scanned a chunk at a time, so it is
     never encoded whole; chunks overlap by 18 characters so no run is missed)."""
     if isinstance(text, bytes | bytearray | memoryview):
-        return _LONG_DIGITS.Match(_UNANCHORED, text, 0, len(text))[0][0] >= 0
+        found: int = _LONG_DIGITS.Match(_UNANCHORED, text, 0, len(text))[0][0]
+        return found >= 0
     for start in range(0, len(text), _SCAN_CHARS):
         chunk = text[start : start + _SCAN_CHARS + 18].encode("utf-8", "surrogatepass")
         if _LONG_DIGITS.Match(_UNANCHORED, chunk, 0, len(chunk))[0][0] >= 0:

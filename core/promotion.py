@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from core import json_stream
 from core.agent.policy import DEFAULT_POLICY, Policy
@@ -17,7 +17,7 @@ from core.json_values import JsonError, dumps_for_storage, parse_json
 from core.summary import summarize
 
 if TYPE_CHECKING:
-    from core.store import BlobStore, FsBlobStore
+    from core.store import BlobStore
     from core.store.blob_id import BlobId
 
 _LEADING_SPACE = re.compile(r"\s*")
@@ -36,7 +36,8 @@ def promote(output: str, policy: Policy = DEFAULT_POLICY) -> ToolOutput:
 
 
 def _content_of(output: str) -> Text | Structured:
-    start = _LEADING_SPACE.match(output).end()  # no copy of a huge string, unlike lstrip
+    # No copy of a huge string, unlike lstrip.
+    start = _LEADING_SPACE.match(output).end()  # type: ignore[union-attr]  # \s* always matches
     if output[start : start + 1] in ("[", "{"):
         if len(output) >= json_stream.STREAM_FROM_CHARS:
             # A big one is written entry by entry, never held as a value (core.json_stream).
@@ -55,7 +56,7 @@ def _content_of(output: str) -> Text | Structured:
     return Text(output)
 
 
-def _storable(value: list | dict) -> bool:
+def _storable(value: list[Any] | dict[str, Any]) -> bool:
     # orjson reads JSON nested up to 1024 deep but cannot write it back, and the stdlib
     # encoder runs out of stack near 1000 levels; such a value stays Text instead of
     # failing later in the store. Writing costs a small fraction of the parse.
@@ -82,7 +83,7 @@ async def admit(output: ToolOutput, store: BlobStore, policy: Policy = DEFAULT_P
     return Admitted(summarize(blob_id, output.content, policy), blob_id)
 
 
-def admit_sync(output: ToolOutput, store: FsBlobStore, policy: Policy = DEFAULT_POLICY) -> Admitted:
+def admit_sync(output: ToolOutput, store: BlobStore, policy: Policy = DEFAULT_POLICY) -> Admitted:
     """:func:`admit` for synchronous callers (importers, the CLI)."""
     if isinstance(output, Inline):
         return Admitted(output.text)

@@ -59,6 +59,7 @@ from blobviewer.reader.selector_help import (
     text_help,
 )
 from blobviewer.templatetags.terminal import strip_terminal_codes
+from core.content import Structured
 from core.json_values import json_type, shape
 from core.selectors import Grep, Keys, KeysView, Lines, Selector, Slice, ValueView
 from core.store import BlobStore, BlobStoreError
@@ -416,9 +417,12 @@ class _Facts:
         value = self.whole
         if value is None and (self.blob.size or 0) <= SMALL_JSON:
             try:
-                value = self.store.load_sync(self.blob.id).value
-            except (BlobStoreError, AttributeError):
+                content = self.store.load_sync(self.blob.id)
+            except BlobStoreError:
                 return []
+            if not isinstance(content, Structured):
+                return []
+            value = content.value
         if isinstance(value, dict):
             return [(k, shape(v)) for k, v in itertools.islice(value.items(), COMPLETIONS)]
         head = self.head()

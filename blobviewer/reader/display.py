@@ -168,6 +168,7 @@ def _indexed_lines_page(blob: Blob, selector: Selector, *, store: BlobStore) -> 
         total = index.line_count
         # The same steps on a text-less view give core's numbers and errors without the text.
         view = apply_steps(selector, LinesView("", 1, total, total))
+        assert isinstance(view, LinesView)  # only `lines:` steps come here (blob_page)
         if not total:
             return ReaderPage("lines", [], "an empty text")
         end = min(view.last, view.first + LINES_PER_PAGE - 1)

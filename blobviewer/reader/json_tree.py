@@ -256,7 +256,9 @@ class _Builder:
         preview = "" if opened else _preview(value)
         self.add(TreeRow("open", label, index, href, shape=shape(value), text=preview, open=opened))
         is_list = isinstance(value, list)
-        items: Iterable[tuple[Any, Any]] = enumerate(value) if is_list else value.items()
+        items: Iterable[tuple[Any, Any]] = (
+            enumerate(value) if isinstance(value, list) else value.items()
+        )
         shown = 0
         if depth < MAX_DEPTH:
             for key, item in items:

@@ -104,7 +104,8 @@ def grep_links(selector: Selector, *, searched_first: int, resume: int | None) -
     assert isinstance(grep, Grep)
     narrowed = Selector(tuple(before))
     base = without_trailing(narrowed, Lines)
-    end = narrowed.steps[-1].end if len(narrowed.steps) > len(base.steps) else None
+    last = narrowed.steps[-1] if narrowed.steps else None
+    end = last.end if isinstance(last, Lines) else None  # the `lines:` that base leaves out
 
     def grep_from(line: int) -> Target:
         narrowed = base if line == 1 and end is None else base.then(Lines(line, end))

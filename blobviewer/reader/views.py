@@ -90,7 +90,7 @@ def blob_view_context(
         "selector": selector,
         "base_url": base_url,
         "view_id": view_id,
-        "in_place": view_id != _PAGE_VIEW_ID,
+        "in_place": (in_place := view_id != _PAGE_VIEW_ID),
     }
     context["reader"] = reader_view(
         request,
@@ -100,7 +100,7 @@ def blob_view_context(
         selector_text=selector,
         base_url=base_url,
         view_id=view_id,
-        in_place=context["in_place"],
+        in_place=in_place,
         store=blob_store(),
     )
     return context, status

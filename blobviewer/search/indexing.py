@@ -30,7 +30,7 @@ from blobviewer.bulk_insert import claim_rows, insert_rows
 from blobviewer.models import Blob, BlobRef, Item, SearchChunk, SearchedBlob, Session
 from blobviewer.search.folding import storable
 from blobviewer.search.queries import MAX_QUERY_CHARS
-from core.content import cut_utf8, decode_text, encode_text, utf8_size
+from core.content import Structured, cut_utf8, decode_text, encode_text, utf8_size
 from core.json_values import dumps_indented
 from core.store import BlobStore, BlobStoreError
 
@@ -308,6 +308,7 @@ def blob_search_text(store: BlobStore, blob_id: uuid.UUID, *, limit: int) -> tup
             head = blob.read(0, limit + 4)
             return decode_text(cut_utf8(head, min(limit, blob.size))), blob.size
     content = store.load_sync(blob_id)
+    assert isinstance(content, Structured)  # the store said it is not a text
     rendered = encode_text(dumps_indented(content.value))
     return decode_text(cut_utf8(rendered, limit)), len(rendered)
 

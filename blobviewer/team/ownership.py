@@ -23,7 +23,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.utils import timezone
 
 from blobviewer.models import BlobRef, Session
-from core.store import FsBlobStore
+from core.store import BlobStore
 from core.store.blob_id import BlobId, blob_created_at
 
 
@@ -90,7 +90,7 @@ def claim_session(session_id: uuid.UUID, user: AbstractBaseUser) -> None:
 
 
 def check_blob_fills(
-    blob_ids: Iterable[BlobId], *, user: AbstractBaseUser, store: FsBlobStore
+    blob_ids: Iterable[BlobId], *, user: AbstractBaseUser, store: BlobStore
 ) -> None:
     """Raise NotYours, naming the blob, if *user* sends the content of a blob that the
     store lacks and that some session references, none of them the user's. Blobs the

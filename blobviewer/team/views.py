@@ -172,8 +172,8 @@ def share_list(request: HttpRequest) -> HttpResponse:
 
 def _with_share_url(request: HttpRequest, link: ShareLink) -> ShareLink:
     """*link* with what its row's Copy field needs: the URL and an id for the field."""
-    link.share_url = share_url(request, link)  # type: ignore[attr-defined]
-    link.copy_id = f"share-url-{link.pk}"  # type: ignore[attr-defined]
+    link.share_url = share_url(request, link)
+    link.copy_id = f"share-url-{link.pk}"
     return link
 
 

@@ -96,15 +96,13 @@ def _is_object(value: Any, what: str) -> bool:
     return True
 
 
-_MISSING = object()
-
-
-def _str(record: dict[str, Any], key: str, *, default: Any = _MISSING) -> str:
-    value = record.get(key, default)
-    if value is _MISSING:
-        raise RecordError(f"missing field {key!r}")
-    if value is None and default is not _MISSING:
+def _str(record: dict[str, Any], key: str, *, default: str | None = None) -> str:
+    """The string at *key*; *default*, when given, where it is missing or null."""
+    value = record.get(key)
+    if value is None and default is not None:
         return default
+    if key not in record:
+        raise RecordError(f"missing field {key!r}")
     if not isinstance(value, str):
         raise RecordError(f"field {key!r} must be a string")
     return value

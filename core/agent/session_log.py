@@ -107,7 +107,7 @@ class SessionLog:
 
     @property
     def id(self) -> str:
-        return self.header["id"]
+        return str(self.header["id"])
 
     def items(self) -> list[Item]:
         return [item_from_record(record) for record in self.records]

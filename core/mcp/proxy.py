@@ -30,7 +30,7 @@ import stat
 import sys
 import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -60,7 +60,7 @@ from core.mcp.blobs import (
     tool_error,
 )
 from core.mcp.result_promotion import PromotedResult, promote_result
-from core.mcp.wire import NO_CACHING, complete
+from core.mcp.wire import NO_CACHING, complete, wire_handler
 from core.store import BlobStore
 from core.store.errors import BlobStoreError
 
@@ -81,7 +81,12 @@ class Recorder(Protocol):
     """What the proxy needs of core.mcp.recording.ProxyRecorder."""
 
     def record_call(
-        self, tool: str, arguments: dict, agent_text: str, blob_ids: list[str], is_error: bool
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        agent_text: str,
+        blob_ids: list[str],
+        is_error: bool,
     ) -> None: ...
 
     def close(self) -> None: ...
@@ -174,7 +179,9 @@ class _Recording:
             max_buffer_size=float("inf")
         )
 
-    def add(self, tool: str, arguments: dict, text: str, blob_ids: list[str], error: bool) -> None:
+    def add(
+        self, tool: str, arguments: dict[str, Any], text: str, blob_ids: list[str], error: bool
+    ) -> None:
         if self._recorder is not None:
             self._send.send_nowait((tool, arguments, text, blob_ids, error))
 
@@ -236,11 +243,11 @@ class Proxy:
             cache_hints=NO_CACHING,
             title=_title(self._wrapped),
             instructions=self._wrapped.instructions,
-            on_list_tools=self._list_tools,
-            on_call_tool=self._call_tool,
-            on_list_resources=self._list_resources,
-            on_list_resource_templates=self._list_resource_templates,
-            on_read_resource=self._read_resource,
+            on_list_tools=wire_handler(self._list_tools),
+            on_call_tool=wire_handler(self._call_tool),
+            on_list_resources=wire_handler(self._list_resources),
+            on_list_resource_templates=wire_handler(self._list_resource_templates),
+            on_read_resource=wire_handler(self._read_resource),
             on_subscriptions_listen=ListenHandler(self._agent.bus),
             **handlers,
         )
@@ -262,6 +269,7 @@ class Proxy:
 
     async def _list_tools(self, ctx: ServerRequestContext[Any], params: Any) -> dict[str, Any]:
         tools = await self._wrapped_tools()
+        assert self._inspect_name is not None  # _wrapped_tools has named it
         listed = [*map(_without_output_schema, tools), inspect_tool(self._inspect_name)]
         return complete({"tools": listed})
 
@@ -309,7 +317,7 @@ class Proxy:
         self._record(name, arguments, promoted)
         return promoted.result
 
-    def _record(self, tool: str, arguments: dict, promoted: PromotedResult) -> None:
+    def _record(self, tool: str, arguments: dict[str, Any], promoted: PromotedResult) -> None:
         blob_ids = [str(blob_id) for blob_id in promoted.blob_ids]
         error = promoted.result.get("isError") is True
         self._recording.add(tool, arguments, promoted.text, blob_ids, error)
@@ -381,7 +389,7 @@ class Proxy:
             self._idle = anyio.Event()
         self._in_flight += 1
         try:
-            result = await self._wrapped.session.send_request(
+            result = await self._wrapped.session.send_request(  # type: ignore[type-var]  # the SDK takes any TypeAdapter
                 request, _RAW, progress_callback=progress
             )
         finally:
@@ -476,7 +484,8 @@ async def _serve(wrapped: _Wrapped, store: BlobStore, agent: _Agent, recording: 
         proxy = Proxy(client, store, agent, recording)
         serving.start_soon(_end_when_gone, wrapped, proxy, serving.cancel_scope)
         server = proxy.build_server()
-        async with stdio_server(stdin=_StdinLines()) as (read_stream, write_stream):
+        stdin = _StdinLines()  # lines, as the SDK reads them: `async for line in stdin`
+        async with stdio_server(stdin=stdin) as (read_stream, write_stream):  # type: ignore[arg-type]  # it only iterates stdin
             # Errors of the agent's requests are answered; they do not end the proxy.
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", MCPDeprecationWarning)
@@ -493,13 +502,14 @@ class _Wrapped:
         self._parameters = parameters
         self.gone = anyio.Event()
         self.closing = False  # the proxy is stopping the server itself
-        self._context: Any = None
+        self._context: AbstractAsyncContextManager[tuple[Any, Any]] | None = None
 
     async def __aenter__(self) -> tuple[Any, Any]:
-        self._context = self._streams()
-        return await self._context.__aenter__()
+        self._context = context = self._streams()
+        return await context.__aenter__()
 
     async def __aexit__(self, *exc_info: Any) -> bool | None:
+        assert self._context is not None  # entered first
         return await self._context.__aexit__(*exc_info)
 
     @asynccontextmanager

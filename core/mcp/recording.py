@@ -23,7 +23,7 @@ import shutil
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,7 @@ from core.agent.history import AssistantMessage, ToolCall, ToolResult
 from core.agent.session_log import SessionLogWriter
 from core.content import Content, Text, encode_text
 from core.json_values import dumps_for_storage
+from core.store import BlobStore
 from core.store.blob_id import new_blob_id
 from core.store.errors import BlobStoreError
 
@@ -62,7 +63,7 @@ class ProxyRecorder:
 
     def __init__(
         self,
-        store: Any,
+        store: BlobStore,
         log_dir: Path | None,
         upload_url: str | None,
         token: str | None,
@@ -91,7 +92,7 @@ class ProxyRecorder:
     def record_call(
         self,
         tool: str,
-        arguments: dict,
+        arguments: dict[str, Any],
         agent_text: str,
         blob_ids: list[str],
         is_error: bool,
@@ -192,7 +193,13 @@ class _Uploader:
     """Sends the session log and the blobs of promoted calls on a thread of its own."""
 
     def __init__(
-        self, url: str, token: str | None, *, store: Any, log_path: Path, warn: Any
+        self,
+        url: str,
+        token: str | None,
+        *,
+        store: BlobStore,
+        log_path: Path,
+        warn: Callable[[str], None],
     ) -> None:
         self._url = url
         self._store = store
@@ -317,7 +324,7 @@ class _Uploader:
 
 
 def _batches(
-    store: Any, blob_ids: Sequence[str], dropped: Any
+    store: BlobStore, blob_ids: Sequence[str], dropped: Callable[[str, BlobStoreError], None]
 ) -> Iterator[list[tuple[str, str, bytes]]]:
     """The blobs as `(id, file name, bytes)`, in uploads of at most UPLOAD_MAX_BLOBS blobs
     and UPLOAD_BLOB_BYTES bytes (a bigger blob alone), read one upload at a time."""
@@ -338,7 +345,7 @@ def _batches(
         yield batch
 
 
-def _blob_file(store: Any, blob_id: str) -> tuple[str, bytes]:
+def _blob_file(store: BlobStore, blob_id: str) -> tuple[str, bytes]:
     """The blob as the site's store keeps it: `<id>.txt` (UTF-8) or `<id>.json`."""
     content: Content = store.load_sync(blob_id)
     if isinstance(content, Text):

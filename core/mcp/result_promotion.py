@@ -51,38 +51,40 @@ def promote_result(
     """Promote the CallToolResult *raw*; blocking (it writes blobs): run it in a thread."""
     content = raw.get("content")
     blocks: list[Any] = content if isinstance(content, list) else []
-    texts = [index for index, block in enumerate(blocks) if _text_of(block) is not None]
+    texts = {i: text for i, block in enumerate(blocks) if (text := _text_of(block)) is not None}
     summaries: list[str] = []
     stored: list[tuple[BlobId, bool]] = []  # the blob, and whether it holds JSON
     dropped: set[int] = set()
     stored_structured = False
 
     structured = raw.get("structuredContent")
-    wraps_text = _wraps_text(structured, [_text_of(blocks[index]) for index in texts])
+    wraps_text = _wraps_text(structured, list(texts.values()))
     if (
         structured is not None
         and not wraps_text
         and len(dumps_for_storage(structured)) > policy.inline_limit
     ):
         admitted = admit_sync(Stored(Structured(structured)), store, policy)
+        assert admitted.blob_id is not None  # a Stored output is always stored
         summaries.append(admitted.text)
         stored.append((admitted.blob_id, True))
         stored_structured = True
         # The SDKs serialize structuredContent into a text block as well: the same output.
-        dropped.update(index for index in texts if _same_json(_text_of(blocks[index]), structured))
+        dropped.update(index for index, text in texts.items() if _same_json(text, structured))
 
     remaining = [index for index in texts if index not in dropped]
     if remaining:
-        joined = _TEXT_JOINER.join(_text_of(blocks[index]) for index in remaining)
+        joined = _TEXT_JOINER.join(texts[index] for index in remaining)
         output = promote(joined, policy)
         if isinstance(output, Stored):
             admitted = admit_sync(output, store, policy)
+            assert admitted.blob_id is not None  # a Stored output is always stored
             summaries.append(admitted.text)
             stored.append((admitted.blob_id, isinstance(output.content, Structured)))
             dropped.update(remaining)
 
     if not stored:
-        return PromotedResult(raw, _TEXT_JOINER.join(_text_of(blocks[i]) for i in texts))
+        return PromotedResult(raw, _TEXT_JOINER.join(texts.values()))
     new_blocks = _replace_blocks(blocks, dropped, summaries)
     new_blocks.extend(_resource_link(store, blob_id, is_json) for blob_id, is_json in stored)
     result = dict(raw)
@@ -107,12 +109,12 @@ def _same_json(text: str | None, value: Any) -> bool:
     if text is None or text.lstrip()[:1] not in ("{", "["):
         return False
     try:
-        return parse_json(text) == value
+        return bool(parse_json(text) == value)
     except JsonError:
         return False
 
 
-def _wraps_text(structured: Any, texts: list[str | None]) -> bool:
+def _wraps_text(structured: Any, texts: list[str]) -> bool:
     """Whether *structured* is the text blocks' output wrapped in an object of one key, as
     SDKs send a tool's plain return value (`{"result": text}` from MCPServer, `{"content":
     text}` from the reference filesystem server). Then the output is the text: stored as

@@ -23,7 +23,7 @@ from core.mcp.blobs import (
     read_blob_resource,
     tool_error,
 )
-from core.mcp.wire import NO_CACHING, complete
+from core.mcp.wire import NO_CACHING, complete, wire_handler
 from core.store import BlobStore
 
 SERVER_NAME = "blobviewer"
@@ -60,10 +60,10 @@ def build_server(store: BlobStore) -> Server[Any]:
     return Server(
         SERVER_NAME,
         cache_hints=NO_CACHING,
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
-        on_list_resources=list_resources,
-        on_read_resource=read_resource,
+        on_list_tools=wire_handler(list_tools),
+        on_call_tool=wire_handler(call_tool),
+        on_list_resources=wire_handler(list_resources),
+        on_read_resource=wire_handler(read_resource),
     )
 
 

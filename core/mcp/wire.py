@@ -8,7 +8,8 @@ keep them; the SDK drops both from what handshake-era clients get.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 from mcp.server import CacheHint
 from mcp_types.methods import CACHEABLE_METHODS
@@ -19,6 +20,18 @@ NO_CACHING: dict[Any, CacheHint] = {
     for method in CACHEABLE_METHODS
     if method != "server/discover"  # the SDK's own answer
 }
+
+
+_Context = TypeVar("_Context")
+_Params = TypeVar("_Params")
+
+
+def wire_handler(
+    handler: Callable[[_Context, _Params], Awaitable[dict[str, Any]]],
+) -> Callable[[_Context, _Params], Awaitable[Any]]:
+    """*handler* itself, typed as the SDK's Server takes it: the SDK sends a handler's dict
+    as it is (mcp.server.runner), though its annotations name only its result models."""
+    return handler
 
 
 def complete(result: dict[str, Any]) -> dict[str, Any]:
