@@ -12,7 +12,7 @@ from typing import Any
 
 from blobviewer.catalog.blobs import BlobFacts, stored_blob_facts
 from blobviewer.ingest.errors import IngestError
-from blobviewer.ingest.rows import ItemRow, promoted_blob_id
+from blobviewer.ingest.rows import PendingItem, promoted_blob_id
 from blobviewer.models import Blob
 from core.agent.policy import Policy
 from core.content import Content, Stored, Text, encode_text, utf8_size
@@ -88,7 +88,9 @@ class Promotions:
         Blob.objects.filter(id__in=self.written).delete()
 
 
-def size_promoted(items: list[ItemRow], records: list[Mapping[str, Any]], facts: BlobFacts) -> None:
+def size_promoted(
+    items: list[PendingItem], records: list[Mapping[str, Any]], facts: BlobFacts
+) -> None:
     """Received bytes of outputs promoted before ingest (our own logs: the output is the
     summary): the blob's size, when the store has the blob. Outputs ingest promoted
     itself carry theirs in the record."""

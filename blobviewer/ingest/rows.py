@@ -1,6 +1,10 @@
 """The Item rows ingest writes, made from records: each field made storable, each record's
 digest (what keys it on the next ingest), token counts and times a database column holds,
-and the blob references an item's text and output make."""
+and the blob references an item's text and output make.
+
+Databases cannot hold every str Python can: PostgreSQL refuses NUL in text and JSON, and
+neither database encodes lone surrogates. The recording keeps the original; the rows keep
+the visible stand-ins of blobviewer.search.folding.storable, which search folds too."""
 
 from __future__ import annotations
 
@@ -19,7 +23,9 @@ from django.utils.dateparse import parse_datetime
 
 from blobviewer.ingest.errors import IngestError
 from blobviewer.ingest.importers import OUR_FORMAT
+from blobviewer.ingest.importers.recording import str_or_empty
 from blobviewer.models import Item
+from blobviewer.search.folding import storable
 from core.content import utf8_size
 from core.store.blob_id import BLOB_REF, blob_created_at, find_blob_refs
 
@@ -27,15 +33,11 @@ TOKEN_FIELDS = ("input_tokens", "output_tokens", "context_tokens")
 _MAX_BIGINT = 2**63 - 1
 _ITEM_TYPES = frozenset(Item.Type.values)
 
-# Databases cannot hold every str Python can: PostgreSQL refuses NUL in text and JSON, and
-# neither database encodes lone surrogates. The log file keeps the original; the index
-# keeps a visible stand-in.
-_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 _HEX64 = re.compile("[0-9a-f]{64}")
 
 
 @dataclass(slots=True)
-class ItemRow:
+class PendingItem:
     """An item about to be inserted: the columns of its Item row, by attribute name (see
     blobviewer.bulk_insert: a model instance per row costs more than all the rest)."""
 
@@ -72,19 +74,19 @@ class ItemRow:
 
 def item_row(
     session_id: uuid.UUID, source_path: str, record: Mapping[str, Any], *, pk: int | None = None
-) -> ItemRow:
+) -> PendingItem:
     """The row of *record* (with its final seq and digest); raises IngestError for a type
     that is no item's."""
     get = record.get
     kind = get("type")
     if kind not in _ITEM_TYPES:
         raise IngestError(source_path, None, f"seq {get('seq')}: bad type {kind!r}")
-    output = _text(get("output"))
+    output = str_or_empty(get("output"))
     output_bytes = utf8_size(output) if kind == Item.Type.TOOL_RESULT else 0
     received = get("received_bytes")
     if not isinstance(received, int) or isinstance(received, bool) or received < 0:
         received = output_bytes
-    return ItemRow(
+    return PendingItem(
         session_id,
         record["seq"],
         str(kind),
@@ -96,7 +98,7 @@ def item_row(
         storable(output),
         get("is_error") is True,
         storable_text(get("role"))[:50],
-        _text(get("digest")),
+        str_or_empty(get("digest")),
         get("sidechain") is True,
         output_bytes,
         received,
@@ -193,15 +195,6 @@ def storable_text(value: Any) -> str:
     return storable(value)
 
 
-def storable(text: str) -> str:
-    """*text* with what no database holds replaced: NUL by ␀, lone surrogates by �."""
-    if text.isascii():  # much faster than the regex over a long text
-        return text.replace("\x00", "\u2400") if "\x00" in text else text
-    if not _UNSTORABLE.search(text):
-        return text
-    return _UNSTORABLE.sub(lambda m: "\u2400" if m.group() == "\x00" else "\ufffd", text)
-
-
 def storable_json(value: Any) -> Any:
     """*value* with storable strings (and keys). Most values have nothing to replace:
     orjson, which refuses a lone surrogate, writes them without a NUL (escaped `\\u0000`)
@@ -226,17 +219,13 @@ def storable_walk(value: Any) -> Any:
     return value
 
 
-def _text(value: Any) -> str:
-    return value if isinstance(value, str) else ""
-
-
 def _tool_calls(value: Any) -> list[dict[str, Any]]:
     if not isinstance(value, list):
         return []
     return [
         {
-            "id": _text(call.get("id")),
-            "name": _text(call.get("name")),
+            "id": str_or_empty(call.get("id")),
+            "name": str_or_empty(call.get("name")),
             "arguments": call.get("arguments", {}),
         }
         for call in value
@@ -247,7 +236,7 @@ def _tool_calls(value: Any) -> list[dict[str, Any]]:
 # --- blob references ------------------------------------------------------------------------
 
 
-def item_blob_refs(item: Item | ItemRow) -> list[uuid.UUID]:
+def blob_refs_of(item: Item | PendingItem) -> list[uuid.UUID]:
     """The blobs *item*'s text and output name, each once, in order."""
     refs = find_blob_refs(item.text)
     for blob_id in find_blob_refs(item.output):
@@ -256,7 +245,7 @@ def item_blob_refs(item: Item | ItemRow) -> list[uuid.UUID]:
     return refs
 
 
-def promoted_blob_id(item: Item | ItemRow) -> uuid.UUID | None:
+def promoted_blob_id(item: Item | PendingItem) -> uuid.UUID | None:
     """The blob a promoted tool output's summary names; None for inline outputs.
 
     An inspect result also starts with `[blob:<id>]`, but it is what the model read, never

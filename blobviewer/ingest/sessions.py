@@ -45,8 +45,9 @@ from blobviewer.ingest.planning import (
 )
 from blobviewer.ingest.promotion import Promotions, size_promoted
 from blobviewer.ingest.recording_files import Opened, open_recording
-from blobviewer.ingest.rows import item_blob_refs, item_row, storable, storable_time, with_digests
+from blobviewer.ingest.rows import blob_refs_of, item_row, storable_time, with_digests
 from blobviewer.ingest.writing import SessionWrite, session_fields, write_session
+from blobviewer.search.folding import storable
 from blobviewer.search.indexing import index_session
 from core.agent.session_log import SessionLog
 from core.store import BlobStore
@@ -323,7 +324,7 @@ def _prepare(
         for record in rederived_records
     ]
     # Each item's blob references, found once (making text storable touches none).
-    item_refs = [(item, item_blob_refs(item)) for item in [*new_items, *rederived]]
+    item_refs = [(item, blob_refs_of(item)) for item in [*new_items, *rederived]]
     referenced = {blob_id for _, blob_ids in item_refs for blob_id in blob_ids}
     blobs = catalog_blobs(referenced, store=promotions.store, stored=promotions.stored)
     size_promoted(new_items, new_records, blobs)

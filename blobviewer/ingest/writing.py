@@ -22,13 +22,13 @@ from blobviewer.ingest.options import IngestOptions
 from blobviewer.ingest.planning import IngestPlan, check_not_pruned
 from blobviewer.ingest.rows import (
     TOKEN_FIELDS,
-    ItemRow,
+    PendingItem,
     promoted_blob_id,
     session_created_at,
-    storable,
     storable_json,
 )
 from blobviewer.models import Blob, BlobRef, Item, PrunedSession, Session
+from blobviewer.search.folding import storable
 from blobviewer.timeline.facts import (
     FACT_FIELDS,
     fill_step_durations,
@@ -56,16 +56,16 @@ class SessionWrite:
     source_path: str
     fields: dict[str, Any]
     plan: IngestPlan
-    new_items: list[ItemRow]
-    rederived: list[ItemRow]
-    item_refs: list[tuple[ItemRow, list[uuid.UUID]]]
+    new_items: list[PendingItem]
+    rederived: list[PendingItem]
+    item_refs: list[tuple[PendingItem, list[uuid.UUID]]]
     blobs: BlobFacts
     recorded_start: datetime | None
     status: str
     options: IngestOptions
 
     @property
-    def items(self) -> list[ItemRow]:
+    def items(self) -> list[PendingItem]:
         return [*self.new_items, *self.rederived]
 
 
@@ -171,7 +171,7 @@ def _link_blobs(session: Session, write: SessionWrite) -> list[tuple[int | None,
     # Which step made each blob: a new blob's row is inserted with its maker; older ones
     # are linked after (a rebuild's re-created items, again).
     new_blobs = {row.id for row in blobs.new}
-    # made_by_titles and link_made_by read only the Item fields an ItemRow has too.
+    # made_by_titles and link_made_by read only the Item fields an PendingItem has too.
     makers = made_by_titles(session, written_items, new_blobs)  # type: ignore[arg-type]
     for blob_id, (maker, title) in makers.items():
         blobs.rows[blob_id].made_by_id = maker.pk
@@ -190,7 +190,7 @@ def _link_blobs(session: Session, write: SessionWrite) -> list[tuple[int | None,
     return refs
 
 
-def _rederive(plan: IngestPlan, rederived: list[ItemRow]) -> None:
+def _rederive(plan: IngestPlan, rederived: list[PendingItem]) -> None:
     """A rebuild's deletes: items no longer derived go, and so do the rows of re-derived
     items (with their blob links, which the caller makes anew); the caller inserts the
     re-derived items again under their old pk and seq: one delete and one insert instead
@@ -201,7 +201,7 @@ def _rederive(plan: IngestPlan, rederived: list[ItemRow]) -> None:
         Item.objects.filter(pk__in=gone[start : start + _BATCH]).delete()
 
 
-def _insert_items(new_items: list[ItemRow], rederived: list[ItemRow]) -> None:
+def _insert_items(new_items: list[PendingItem], rederived: list[PendingItem]) -> None:
     """Insert the items (a statement per few hundred rows); new ones get their pk."""
     ids = insert_objects(Item, new_items, exclude=("id",), returning="id")
     for item, pk in zip(new_items, ids, strict=True):
@@ -261,7 +261,7 @@ def _update_totals(session: Session) -> None:
     session.save(update_fields=[*TOTAL_FIELDS, "updated_at"])
 
 
-def _set_totals(session: Session, items: list[ItemRow], blob_ids: set[uuid.UUID]) -> None:
+def _set_totals(session: Session, items: list[PendingItem], blob_ids: set[uuid.UUID]) -> None:
     """The session's totals for a session whose items are all *items*, referencing
     *blob_ids* (what _update_totals reads back otherwise); not saved."""
     session.item_count = len(items)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 # PostgreSQL refuses NUL in text, and neither database encodes lone surrogates; the index
-# keeps the stand-ins that ingest uses for item text (blobviewer.ingest.rows.storable).
+# keeps the stand-ins that ingest uses for item text (ingest imports storable from here).
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 

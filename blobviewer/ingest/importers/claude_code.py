@@ -47,7 +47,8 @@ from blobviewer.ingest.importers.recording import (
     header,
     iso_time,
     load_json_record,
-    parse_arguments,
+    parse_call_arguments,
+    str_or_empty,
     text_of,
     token_count,
 )
@@ -116,7 +117,7 @@ def load(path: Path, data: bytes) -> Recording:
         builder.from_source(entry, plain_floats=plain_floats)
         at = iso_time(entry.get("timestamp"))
         sidechain = entry.get("isSidechain") and agent_id is None
-        extra = {"sidechain": True if sidechain else None}
+        extra: dict[str, Any] = {"sidechain": True if sidechain else None}
         if entry.get("isMeta"):
             extra["role"] = "meta"
         if kind == "system":
@@ -231,7 +232,7 @@ def _assistant(builder, path, number, message, at, extra) -> None:  # noqa: ANN0
                 {
                     "id": str(block.get("id") or ""),
                     "name": str(block.get("name") or ""),
-                    "arguments": parse_arguments(block.get("input")),
+                    "arguments": parse_call_arguments(block.get("input")),
                 }
             )
     builder.assistant("\n".join(texts), calls, at=at, **extra)
@@ -289,7 +290,7 @@ def _tool_use_output(result: Any) -> str | None:
     if not isinstance(result, dict) or not isinstance(result.get("stdout"), str):
         return None
     stdout = result["stdout"]
-    stderr = result.get("stderr") if isinstance(result.get("stderr"), str) else ""
+    stderr = str_or_empty(result.get("stderr"))
     if not stderr.strip():
         return stdout
     if not stdout:

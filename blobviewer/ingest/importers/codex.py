@@ -37,18 +37,20 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from blobviewer.ingest.importers.json_lines import read_json_lines
 from blobviewer.ingest.importers.recording import (
     RecordBuilder,
     Recording,
     RecordingError,
+    dict_field,
     first_line,
     header,
     iso_time,
-    parse_arguments,
+    parse_call_arguments,
     session_uuid,
+    str_or_empty,
     token_count,
 )
 
@@ -141,7 +143,7 @@ class _Rollout:
             elif kind == "compacted":
                 self.compacted(payload, entry, at=at)
             elif kind == "turn_context" and not self.model:
-                self.model = payload.get("model") if isinstance(payload.get("model"), str) else ""
+                self.model = str_or_empty(payload.get("model"))
 
     # --- response items: the history -------------------------------------------------
 
@@ -225,8 +227,7 @@ class _Rollout:
         # Every other event repeats something the response items hold.
 
     def tokens(self, payload: dict[str, Any]) -> None:
-        info = payload.get("info") if isinstance(payload.get("info"), dict) else {}
-        last = info.get("last_token_usage")
+        last = dict_field(payload, "info").get("last_token_usage")
         if self.response is None or not isinstance(last, dict):
             return  # a repeat (rate limits only), or no response recorded since the last
         context = token_count(last.get("input_tokens"))
@@ -238,7 +239,7 @@ class _Rollout:
         self.response = None
 
     def compacted(self, payload: dict[str, Any], source: dict[str, Any], *, at: str | None) -> None:
-        message = payload.get("message") if isinstance(payload.get("message"), str) else ""
+        message = str_or_empty(payload.get("message"))
         text = "(context compacted)" + (f"\n\n{message}" if message.strip() else "")
         self.builder.from_source(source)
         self.builder.user(text, at=at, role="compacted")
@@ -254,7 +255,7 @@ class _Rollout:
         prompt = self.prompt or next(
             (r["text"] for r in records if r["type"] == "user" and "role" not in r), ""
         )
-        git = self.meta.get("git") if isinstance(self.meta.get("git"), dict) else {}
+        git = dict_field(self.meta, "git")
         meta = {
             "layout": "legacy" if self.legacy else "rollout",
             "codex_id": raw_id,
@@ -303,7 +304,7 @@ def _ends(entries: list[tuple[int, dict[str, Any]]]) -> tuple[dict[str, int], di
     return exit_codes, patches
 
 
-def _is_int(value: Any) -> bool:
+def _is_int(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
@@ -321,13 +322,14 @@ def _call(path: Path, number: int, item: dict[str, Any]) -> dict[str, Any]:
     call_id = item.get("call_id") or item.get("id")
     if not isinstance(call_id, str) or not call_id:
         raise RecordingError(path, number, f"a {kind} without call_id")
+    name = "local_shell" if kind == "local_shell_call" else str_or_empty(item.get("name"))
     if kind == "local_shell_call":
-        name, arguments = "local_shell", item.get("action") or {}
+        arguments = item.get("action") or {}
     elif kind == "custom_tool_call":  # freeform input (apply_patch's patch): kept as text
-        name, arguments = item.get("name"), item.get("input", "")
+        arguments = item.get("input", "")
     else:
-        name, arguments = item.get("name"), parse_arguments(item.get("arguments"))
-    return {"id": call_id, "name": name if isinstance(name, str) else "", "arguments": arguments}
+        arguments = parse_call_arguments(item.get("arguments"))
+    return {"id": call_id, "name": name, "arguments": arguments}
 
 
 def _output(raw: Any) -> tuple[str, bool, int | None]:

@@ -11,6 +11,7 @@ from blobviewer.ingest.importers import (
     gemini,
     openai_chat,
     openhands,
+    openhands_v1,
     swe_agent,
 )
 from blobviewer.ingest.importers.recording import (
@@ -144,15 +145,22 @@ def holds_runs(kind: str, document: Any) -> bool:
 def load_runs(path: Path, data: bytes) -> list[tuple[int, Recording | RecordingError]]:
     """Each run of an evaluation output with its line number: its recording, or the
     RecordingError (naming `path:line`) that skips that run only."""
-    return openhands.load_runs(path, data)
+    return openhands.load_evaluation_runs(path, data)
 
 
 def folder_layout(path: Path) -> str | None:
     """The layout of a folder that is one recording (an OpenHands conversation folder:
     `v0` or `v1`), else None (a plain folder, searched for recordings)."""
-    return openhands.folder_layout(path)
+    return openhands.conversation_layout(path)
 
 
 def load_folder(path: Path) -> Recording:
-    """The recording a conversation folder holds; raises RecordingError."""
-    return openhands.load_folder(path)
+    """The recording a conversation folder holds (see :func:`folder_layout`); raises
+    RecordingError. An event file that does not parse is reported by its path, unless it
+    is the last one (still being written: left for the next read)."""
+    layout = openhands.conversation_layout(path)
+    if layout == "v1":
+        return openhands_v1.load_v1_folder(path)
+    if layout == "v0":
+        return openhands.load_v0_folder(path)
+    raise RecordingError(path, None, "not an OpenHands conversation folder")

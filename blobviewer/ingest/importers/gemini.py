@@ -46,6 +46,7 @@ from blobviewer.ingest.importers.recording import (
     header,
     iso_time,
     session_uuid,
+    str_or_empty,
     token_count,
 )
 
@@ -181,7 +182,8 @@ class _Session:
                 raise RecordingError(
                     self.path, number, f"{where}.toolCalls[{position}] is not an object"
                 )
-            call_id = call.get("id") if isinstance(call.get("id"), str) else f"{key}#{position}"
+            given_id = call.get("id")
+            call_id = given_id if isinstance(given_id, str) else f"{key}#{position}"
             entry = known.calls.setdefault(call_id, _Call(call))
             if entry.result is None and _finished(call):
                 entry.result = call
@@ -298,10 +300,8 @@ def _thoughts(thoughts: Any) -> list[str]:
     for thought in thoughts:
         if not isinstance(thought, dict):
             continue
-        subject = thought.get("subject") if isinstance(thought.get("subject"), str) else ""
-        description = (
-            thought.get("description") if isinstance(thought.get("description"), str) else ""
-        )
+        subject = str_or_empty(thought.get("subject"))
+        description = str_or_empty(thought.get("description"))
         body = ": ".join(p for p in (subject, description.strip()) if p)
         if body:
             lines.append(f"(thinking) {body}")

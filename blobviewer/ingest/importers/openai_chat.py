@@ -25,10 +25,11 @@ from blobviewer.ingest.importers.recording import (
     RecordBuilder,
     Recording,
     RecordingError,
+    dict_field,
     first_line,
     header,
     iso_time,
-    parse_arguments,
+    parse_call_arguments,
     stable_session_id,
     text_of,
     token_count,
@@ -56,7 +57,7 @@ def build_messages(path: Path, messages: list[Any], *, where: str = "messages") 
             raise RecordingError(path, None, f"{where}[{index}] is not a chat message")
         role = message["role"]
         builder.from_source(message)
-        extra = message.get("extra") if isinstance(message.get("extra"), dict) else {}
+        extra = dict_field(message, "extra")
         at = iso_time(extra.get("timestamp") or message.get("timestamp"))
         if role == "assistant":
             calls = []
@@ -73,7 +74,7 @@ def build_messages(path: Path, messages: list[Any], *, where: str = "messages") 
                     {
                         "id": str(call.get("id") or f"call-{index}-{position}"),
                         "name": str(function.get("name") or ""),
-                        "arguments": parse_arguments(function.get("arguments")),
+                        "arguments": parse_call_arguments(function.get("arguments")),
                     }
                 )
             builder.assistant(text_of(message.get("content")), calls, at=at, **_tokens(message))
@@ -101,11 +102,10 @@ def build_messages(path: Path, messages: list[Any], *, where: str = "messages") 
 
 def _tokens(message: dict[str, Any]) -> dict[str, int]:
     """The turn's tokens from its response's usage, as item fields; {} when not recorded."""
-    extra = message.get("extra") if isinstance(message.get("extra"), dict) else {}
-    response = extra.get("response") if isinstance(extra.get("response"), dict) else {}
-    usage = response.get("usage") if isinstance(response.get("usage"), dict) else None
-    if usage is None:
-        usage = message.get("usage") if isinstance(message.get("usage"), dict) else {}
+    response = dict_field(dict_field(message, "extra"), "response")
+    usage = response.get("usage")
+    if not isinstance(usage, dict):
+        usage = dict_field(message, "usage")
     prompt = token_count(usage.get("prompt_tokens"))
     completion = token_count(usage.get("completion_tokens"))
     tokens = {}
@@ -134,6 +134,8 @@ def _exit_status(info: dict[str, Any], messages: list[Any]) -> str | None:
 
 def load(path: Path, document: Any) -> Recording:
     messages = document.get("messages") if isinstance(document, dict) else document
+    if not isinstance(messages, list):
+        raise RecordingError(path, None, "no list of chat messages")
     builder = build_messages(path, messages)
     info = document.get("info") if isinstance(document, dict) else None
     info = info if isinstance(info, dict) else {}
@@ -142,7 +144,7 @@ def load(path: Path, document: Any) -> Recording:
         (r["text"] for r in builder.records if r["type"] == "user" and "role" not in r), ""
     )
     model = ""
-    config = info.get("config") if isinstance(info.get("config"), dict) else {}
+    config = dict_field(info, "config")
     if isinstance(config.get("model"), dict):
         model = str(config["model"].get("model_name") or "")
     if not model:

@@ -9,7 +9,7 @@
   event of that response and onto its observations too).
 - **evaluation output** (`output.jsonl` of `evaluation/benchmarks/*`): one run a line,
   `{instance_id, instruction, metadata, history, metrics, error, ...}`, the V0 events
-  under `history`. Each line is a session of its own (see :func:`load_runs`).
+  under `history`. Each line is a session of its own (see :func:`load_evaluation_runs`).
 - **V1 conversation folder** (the software-agent SDK, `~/.openhands/conversations/<id>/`):
   `base_state.json` (the agent, its model, token usage per response, the execution
   status) and `events/event-NNNNN-<uuid>.json`, one event a file, each with a `kind`.
@@ -41,6 +41,9 @@ Tokens: each model response's usage (V0: `model_response.usage`; V1: `base_state
 `token_usages` by `response_id`) goes on the first item of that response: `prompt_tokens`
 (which counts cached input too) as the context read, `completion_tokens` as written.
 OpenHands writes times without a zone; they are read as UTC.
+
+This module reads V0 events, evaluation outputs and V0 folders, and what V0 and V1 share;
+V1 conversation folders are read by blobviewer.ingest.importers.openhands_v1.
 """
 
 from __future__ import annotations
@@ -57,12 +60,13 @@ from blobviewer.ingest.importers.recording import (
     Recording,
     RecordingError,
     canonical_digest,
+    dict_field,
     first_line,
     header,
     iso_time,
-    parse_arguments,
-    session_uuid,
+    parse_call_arguments,
     stable_session_id,
+    str_or_empty,
     text_of,
     token_count,
 )
@@ -76,15 +80,6 @@ _DROPPED_ACTIONS = {"system", "recall", "change_agent_state", "null"}
 _DROPPED_OBSERVATIONS = {"agent_state_changed", "null", "recall"}
 _FAILED_OBSERVATIONS = {"error", "user_rejected"}
 _V0_EVENT_FILE = re.compile(r"(\d+)\.json")
-_V1_EVENT_FILE = re.compile(r"event-(\d+)-[^/]*\.json")
-# V1 kinds that are state, not conversation.
-_V1_DROPPED = {
-    "SystemPromptEvent",
-    "ConversationStateUpdateEvent",
-    "PauseEvent",
-    "TokenEvent",
-    "CondensationRequest",
-}
 STILL_RUNNING_NOTE = "exit code -1: the command had not finished when its output was returned"
 
 
@@ -123,7 +118,7 @@ def looks_like_damaged_run(first_line: bytes) -> bool:
     return first_line.lstrip().startswith(b'{"instance_id":')
 
 
-def folder_layout(path: Path) -> str | None:
+def conversation_layout(path: Path) -> str | None:
     """`v1` for a V1 conversation folder (`base_state.json` holding a conversation `id`,
     beside `events/`), `v0` for a V0 file-store conversation folder (`events/0.json` is a
     V0 event), else None. Reads at most one small file; never raises."""
@@ -158,7 +153,7 @@ def load_events(path: Path, document: Any) -> Recording:
     )
 
 
-def load_runs(path: Path, data: bytes) -> list[tuple[int, Recording | RecordingError]]:
+def load_evaluation_runs(path: Path, data: bytes) -> list[tuple[int, Recording | RecordingError]]:
     """Each run of an evaluation output with its line number: its recording, or the
     RecordingError (naming `path:line`) that skips that run only. A last line without its
     newline that does not parse is a run still being written: left out for now.
@@ -197,8 +192,8 @@ def _run(path: Path, number: int, run: Any) -> Recording:
     events = _V0(path, line=number)
     for index, event in enumerate(run["history"]):
         events.add(event, where=f"history[{index}]")
-    metadata = run.get("metadata") if isinstance(run.get("metadata"), dict) else {}
-    llm = metadata.get("llm_config") if isinstance(metadata.get("llm_config"), dict) else {}
+    metadata = dict_field(run, "metadata")
+    llm = dict_field(metadata, "llm_config")
     error = run.get("error")
     run_id = f"openhands-run:{instance_id}:{canonical_digest(run['history'])}"
     recording = events.recording(
@@ -206,7 +201,7 @@ def _run(path: Path, number: int, run: Any) -> Recording:
         layout="evaluation",
         title=instance_id,
         meta={"instance_id": instance_id, "agent_class": metadata.get("agent_class")},
-        model=llm.get("model") if isinstance(llm.get("model"), str) else "",
+        model=str_or_empty(llm.get("model")),
     )
     if isinstance(error, str) and error.strip():
         recording.header["status"] = f"error: {first_line(error, 93)}"
@@ -214,19 +209,8 @@ def _run(path: Path, number: int, run: Any) -> Recording:
     return recording
 
 
-def load_folder(path: Path) -> Recording:
-    """The recording of a V0 or V1 conversation folder (see :func:`folder_layout`).
-    An event file that does not parse is reported by its path, unless it is the last one
-    (still being written: left for the next read)."""
-    layout = folder_layout(path)
-    if layout == "v1":
-        return _load_v1(path)
-    if layout == "v0":
-        return _load_v0_folder(path)
-    raise RecordingError(path, None, "not an OpenHands conversation folder")
-
-
-def _event_files(folder: Path, pattern: re.Pattern[str]) -> list[Path]:
+def event_files(folder: Path, pattern: re.Pattern[str]) -> list[Path]:
+    """The event files of *folder* whose names *pattern* numbers, in that order."""
     try:
         entries = list(folder.iterdir())
     except OSError as error:
@@ -239,7 +223,9 @@ def _event_files(folder: Path, pattern: re.Pattern[str]) -> list[Path]:
     return [entry for _, entry in sorted(numbered, key=lambda pair: (pair[0], pair[1].name))]
 
 
-def _read_events(files: list[Path]) -> list[tuple[Path, Any]]:
+def read_events(files: list[Path]) -> list[tuple[Path, Any]]:
+    """Each file's event, parsed; the last file is left out while it does not parse (it
+    is still being written), any other that does not raises RecordingError."""
     events = []
     for index, file in enumerate(files):
         try:
@@ -253,13 +239,13 @@ def _read_events(files: list[Path]) -> list[tuple[Path, Any]]:
     return events
 
 
-def _load_v0_folder(path: Path) -> Recording:
-    events = _read_events(_event_files(path / "events", _V0_EVENT_FILE))
+def load_v0_folder(path: Path) -> Recording:
+    """The recording of a V0 file-store conversation folder (see conversation_layout)."""
+    events = read_events(event_files(path / "events", _V0_EVENT_FILE))
     reader = _V0(path)
     for file, event in events:
         reader.add(event, where=file.name)
-    metadata = _json_file(path / "metadata.json")
-    title = metadata.get("title") if isinstance(metadata.get("title"), str) else ""
+    title = str_or_empty(json_object_file(path / "metadata.json").get("title"))
     return reader.recording(
         # As for the event list, so a conversation saved both ways is one session.
         stable_session_id("openhands", [event for _, event in events[:3]]),
@@ -269,7 +255,8 @@ def _load_v0_folder(path: Path) -> Recording:
     )
 
 
-def _json_file(path: Path) -> dict[str, Any]:
+def json_object_file(path: Path) -> dict[str, Any]:
+    """The JSON object in *path*; {} when it cannot be read or holds something else."""
     try:
         value = json.loads(path.read_bytes())
     except (OSError, ValueError, RecursionError):
@@ -311,14 +298,14 @@ class _V0:
             raise self.fail(where, "an action must be named")
         if kind in _DROPPED_ACTIONS:
             return
-        args = event.get("args") if isinstance(event.get("args"), dict) else {}
+        args = dict_field(event, "args")
         at = iso_time(event.get("timestamp"))
         builder = self.builder
         builder.from_source(event)
         metadata = event.get("tool_call_metadata")
         metadata = metadata if isinstance(metadata, dict) else None
         if kind == "message":
-            text = _string(args.get("content")) or _string(event.get("message"))
+            text = str_or_empty(args.get("content")) or str_or_empty(event.get("message"))
             images = args.get("image_urls")
             if isinstance(images, list) and images:
                 text += "".join("\n[image]" for _ in images)
@@ -329,22 +316,22 @@ class _V0:
                 self.tokens(metadata)
             return
         if kind == "condensation":
-            _condensed(builder, _string(args.get("summary")), at)
+            add_condensation(builder, str_or_empty(args.get("summary")), at)
             return
         if kind == "finish" and metadata is None:  # no call: the agent's last word
-            text = _string(args.get("final_thought")) or _string(event.get("message"))
+            text = str_or_empty(args.get("final_thought")) or str_or_empty(event.get("message"))
             builder.assistant(text, [], at=at)
             self.finished = True
             return
         self.finished = self.finished or kind == "finish"
-        call_id = _string(metadata.get("tool_call_id")) if metadata else ""
+        call_id = str_or_empty(metadata.get("tool_call_id")) if metadata else ""
         call_id = call_id or f"event-{event.get('id')}"
         self.call_ids[event.get("id")] = call_id
-        name = _string(metadata.get("function_name")) if metadata else ""
+        name = str_or_empty(metadata.get("function_name")) if metadata else ""
         arguments = _model_arguments(metadata, call_id)
         if arguments is None:
             arguments = {key: value for key, value in args.items() if key != "thought"}
-        text = "" if kind == "think" else _string(args.get("thought"))
+        text = "" if kind == "think" else str_or_empty(args.get("thought"))
         builder.assistant(
             text, [{"id": call_id, "name": name or kind, "arguments": arguments}], at=at
         )
@@ -354,7 +341,7 @@ class _V0:
         kind = event.get("observation")
         if not isinstance(kind, str):
             raise self.fail(where, "an observation must be named")
-        extras = event.get("extras") if isinstance(event.get("extras"), dict) else {}
+        extras = dict_field(event, "extras")
         if kind == "agent_state_changed":
             state = extras.get("agent_state")
             self.state = state if isinstance(state, str) and state else self.state
@@ -364,7 +351,9 @@ class _V0:
         metadata = metadata if isinstance(metadata, dict) else {}
         cause = event.get("cause")
         call_id = self.call_ids.get(cause) if cause is not None else None
-        call_id = call_id or _string(metadata.get("tool_call_id")) or f"event-{event.get('id')}"
+        call_id = (
+            call_id or str_or_empty(metadata.get("tool_call_id")) or f"event-{event.get('id')}"
+        )
         content = event.get("content")
         output = content if isinstance(content, str) else text_of(content)
         code = _exit_code(extras)
@@ -376,7 +365,7 @@ class _V0:
         tool = (
             None
             if call_id in self.builder.tool_names
-            else (_string(metadata.get("function_name")) or kind)
+            else (str_or_empty(metadata.get("function_name")) or kind)
         )
         self.builder.from_source(event)
         self.builder.tool_result(
@@ -402,7 +391,7 @@ class _V0:
             if response_id in self.responses:
                 return
             self.responses[response_id] = record
-        _put_tokens(record, response.get("usage"))
+        put_response_tokens(record, response.get("usage"))
 
     def recording(
         self, session_id: str, *, layout: str, title: str, meta: dict[str, Any], model: str = ""
@@ -443,7 +432,7 @@ def _model_arguments(metadata: dict[str, Any] | None, call_id: str) -> Any:
             if isinstance(call, dict) and call.get("id") == call_id:
                 function = call.get("function")
                 if isinstance(function, dict) and "arguments" in function:
-                    return parse_arguments(function["arguments"])
+                    return parse_call_arguments(function["arguments"])
     return None
 
 
@@ -458,7 +447,8 @@ def _exit_code(extras: dict[str, Any]) -> int | None:
     return None
 
 
-def _put_tokens(record: dict[str, Any], usage: Any) -> None:
+def put_response_tokens(record: dict[str, Any], usage: Any) -> None:
+    """Put a model response's *usage* on *record*, the response's first item."""
     if not isinstance(usage, dict):
         return
     context = token_count(usage.get("prompt_tokens"))
@@ -469,157 +459,7 @@ def _put_tokens(record: dict[str, Any], usage: Any) -> None:
         record["output_tokens"] = output
 
 
-def _string(value: Any) -> str:
-    return value if isinstance(value, str) else ""
-
-
-# --- V1 conversation folders -----------------------------------------------------------
-
-
-def _load_v1(path: Path) -> Recording:
-    state = _json_file(path / "base_state.json")
-    events = _read_events(_event_files(path / "events", _V1_EVENT_FILE))
-    usages = _v1_token_usages(state)
-    builder = RecordBuilder()
-    call_ids: dict[str, str] = {}  # action event id -> its tool call id
-    responses: dict[str, dict[str, Any]] = {}  # response id -> its first item
-    for file, event in events:
-        if not isinstance(event, dict):
-            raise RecordingError(file, None, "an event must be a JSON object")
-        kind = event.get("kind")
-        if not isinstance(kind, str) or kind in _V1_DROPPED:
-            continue
-        at = iso_time(event.get("timestamp"))
-        builder.from_source(event)
-        if kind == "MessageEvent":
-            message = event.get("llm_message") if isinstance(event.get("llm_message"), dict) else {}
-            text = _v1_text(message.get("content"))
-            if event.get("source") == "user":
-                builder.user(text, at=at)
-                continue
-            builder.assistant(_with_reasoning(text, message.get("reasoning_content")), [], at=at)
-        elif kind == "ActionEvent":
-            call = event.get("tool_call") if isinstance(event.get("tool_call"), dict) else {}
-            call_id = _string(event.get("tool_call_id")) or _string(call.get("id"))
-            if not call_id:
-                raise RecordingError(file, None, "an ActionEvent without tool_call_id")
-            call_ids[_string(event.get("id"))] = call_id
-            name = _string(call.get("name")) or _string(event.get("tool_name"))
-            arguments = parse_arguments(call.get("arguments"))
-            text = _with_reasoning(_v1_text(event.get("thought")), event.get("reasoning_content"))
-            builder.assistant(text, [{"id": call_id, "name": name, "arguments": arguments}], at=at)
-        elif kind in ("ObservationEvent", "AgentErrorEvent", "UserRejectObservation"):
-            call_id = _string(event.get("tool_call_id")) or call_ids.get(
-                _string(event.get("action_id")), ""
-            )
-            if not call_id:
-                raise RecordingError(file, None, f"a {kind} without tool_call_id")
-            output, is_error, note = _v1_result(kind, event)
-            builder.tool_result(
-                call_id,
-                output,
-                tool=None if call_id in builder.tool_names else _string(event.get("tool_name")),
-                is_error=is_error,
-                at=at,
-                note=note,
-            )
-            continue
-        elif kind in ("Condensation", "CondensationSummaryEvent"):
-            _condensed(builder, _string(event.get("summary")), at)
-            continue
-        elif kind == "ConversationErrorEvent":
-            detail = _string(event.get("detail")) or _string(event.get("code"))
-            builder.user(detail, at=at, role="error")
-            continue
-        else:
-            continue  # a kind this importer does not know: not shown rather than guessed
-        response_id = _string(event.get("llm_response_id"))
-        if response_id and response_id not in responses:
-            responses[response_id] = builder.records[-1]
-            _put_tokens(builder.records[-1], usages.get(response_id))
-    raw_id = state.get("id")
-    if not isinstance(raw_id, str) or not raw_id:
-        raise RecordingError(path / "base_state.json", None, "no conversation id")
-    agent = state.get("agent") if isinstance(state.get("agent"), dict) else {}
-    llm = agent.get("llm") if isinstance(agent.get("llm"), dict) else {}
-    workspace = state.get("workspace") if isinstance(state.get("workspace"), dict) else {}
-    records = builder.records
-    first_user = next((r["text"] for r in records if r["type"] == "user" and "role" not in r), "")
-    meta = {
-        "layout": "v1",
-        "conversation_id": raw_id,
-        "working_dir": workspace.get("working_dir"),
-        "agent": agent.get("kind"),
-    }
-    return Recording(
-        FORMAT,
-        header(
-            session_uuid("openhands", raw_id),
-            title=first_line(first_user) or path.name,
-            model=llm.get("model") if isinstance(llm.get("model"), str) else "",
-            created_at=next((r["at"] for r in records if r.get("at")), None),
-            path=path,
-            format=FORMAT,
-            meta={k: v for k, v in meta.items() if isinstance(v, str) and v},
-            status=_string(state.get("execution_status")) or None,
-        ),
-        records,
-    )
-
-
-def _v1_result(kind: str, event: dict[str, Any]) -> tuple[str, bool, str | None]:
-    """(output, is_error, note) of a V1 tool result event."""
-    if kind == "AgentErrorEvent":
-        return _string(event.get("error")), True, None
-    if kind == "UserRejectObservation":
-        reason = _string(event.get("rejection_reason")) or "User rejected the action"
-        return f"Action rejected: {reason}", True, None
-    observation = event.get("observation") if isinstance(event.get("observation"), dict) else {}
-    code = observation.get("exit_code")
-    code = code if isinstance(code, int) and not isinstance(code, bool) else None
-    is_error = observation.get("is_error") is True or (code is not None and code != 0)
-    return (
-        _v1_text(observation.get("content")),
-        is_error,
-        STILL_RUNNING_NOTE if code == -1 else None,
-    )
-
-
-def _v1_text(content: Any) -> str:
-    """The text of V1 content (a list of `TextContent` / `ImageContent`, or a string)."""
-    if isinstance(content, list):
-        pieces = []
-        for part in content:
-            if isinstance(part, dict) and isinstance(part.get("text"), str):
-                pieces.append(part["text"])
-            elif isinstance(part, dict) and "image" in _string(part.get("type")):
-                pieces.append("[image]")  # never an image's bytes
-        return "\n".join(pieces)
-    return text_of(content)
-
-
-def _with_reasoning(text: str, reasoning: Any) -> str:
-    if isinstance(reasoning, str) and reasoning.strip():
-        return f"(reasoning) {reasoning}" + (f"\n{text}" if text else "")
-    return text
-
-
-def _v1_token_usages(state: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """Each model response's usage by its id, from `stats.usage_to_metrics.*`."""
-    stats = state.get("stats") if isinstance(state.get("stats"), dict) else {}
-    metrics = (
-        stats.get("usage_to_metrics") if isinstance(stats.get("usage_to_metrics"), dict) else {}
-    )
-    usages: dict[str, dict[str, Any]] = {}
-    for metric in metrics.values():
-        entries = metric.get("token_usages") if isinstance(metric, dict) else None
-        for usage in entries if isinstance(entries, list) else []:
-            if isinstance(usage, dict) and isinstance(usage.get("response_id"), str):
-                usages.setdefault(usage["response_id"], usage)
-    return usages
-
-
-def _condensed(builder: RecordBuilder, summary: str, at: str | None) -> None:
+def add_condensation(builder: RecordBuilder, summary: str, at: str | None) -> None:
     """OpenHands dropped older events to fit the context: the summary it kept, as a
     user message of the role `compacted`, as Codex compactions are."""
     builder.user(

@@ -4,7 +4,7 @@ Each item record an importer emits carries a `source_digest`: a SHA-256 over the
 JSON of the source record it came from (a JSON Lines line, or one message or step of a
 whole-document recording), plus which of that record's items it is. Ingest keys items by
 it, so a later importer that derives different items from the same recording still
-recognises the items it already recorded (see blobviewer.ingest.sessions). Set the source with
+recognises the items it already recorded (see blobviewer.ingest.rows). Set the source with
 :meth:`RecordBuilder.from_source` before adding the items a record yields.
 """
 
@@ -15,6 +15,7 @@ import json
 import math
 import uuid
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -237,7 +238,7 @@ def text_of(content: Any) -> str:
     return json.dumps(content, ensure_ascii=False)
 
 
-def parse_arguments(arguments: Any) -> Any:
+def parse_call_arguments(arguments: Any) -> Any:
     """Tool call arguments as a JSON value; a string that is not JSON is kept as it is."""
     if isinstance(arguments, str):
         try:
@@ -318,6 +319,23 @@ def header(
         "meta": {"format": format, "source_name": path.name, **(meta or {})},
         "status": status if isinstance(status, str) else "",
     }
+
+
+def str_or_empty(value: Any) -> str:
+    """*value* when it is a string, else "" (a field left out, or holding something else)."""
+    return value if isinstance(value, str) else ""
+
+
+def dict_field(container: Mapping[str, Any], key: str) -> dict[str, Any]:
+    """*container*[*key*] when it is a JSON object, else {}."""
+    value = container.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def list_field(container: Mapping[str, Any], key: str) -> list[Any]:
+    """*container*[*key*] when it is a JSON array, else []."""
+    value = container.get(key)
+    return value if isinstance(value, list) else []
 
 
 def token_count(value: Any) -> int | None:

@@ -21,9 +21,12 @@ from blobviewer.ingest.importers.recording import (
     RecordBuilder,
     Recording,
     RecordingError,
+    dict_field,
     header,
     iso_time,
+    list_field,
     stable_session_id,
+    str_or_empty,
     text_of,
 )
 
@@ -52,11 +55,9 @@ def load(path: Path, document: dict[str, Any]) -> Recording:
     else:
         builder = _classic(path, document)
         form = "classic"
-    info = document.get("info") if isinstance(document.get("info"), dict) else {}
-    model = ""
+    info = dict_field(document, "info")
+    model = str_or_empty(info.get("model"))
     stats = info.get("model_stats")
-    if isinstance(info.get("model"), str):
-        model = info["model"]
     meta = {
         "form": form,
         "exit_status": info.get("exit_status"),
@@ -73,7 +74,7 @@ def load(path: Path, document: dict[str, Any]) -> Recording:
             path=path,
             format=FORMAT,
             meta={k: v for k, v in meta.items() if v is not None},
-            status=info.get("exit_status") if isinstance(info.get("exit_status"), str) else None,
+            status=str_or_empty(info.get("exit_status")) or None,
         ),
         builder.records,
     )
@@ -95,7 +96,7 @@ def _numbers(stats: Any) -> dict[str, int | float] | None:
 
 def _opening(document: dict[str, Any]) -> list[Any]:
     """What stays the same as the trajectory grows: its first messages and first step."""
-    history = document.get("history") if isinstance(document.get("history"), list) else []
+    history = list_field(document, "history")
     trajectory = document.get("trajectory")
     first_step = trajectory[:1] if isinstance(trajectory, list) else []
     return [history[:3], first_step]
@@ -103,7 +104,7 @@ def _opening(document: dict[str, Any]) -> list[Any]:
 
 def _classic(path: Path, document: dict[str, Any]) -> RecordBuilder:
     builder = RecordBuilder()
-    history = document.get("history") if isinstance(document.get("history"), list) else []
+    history = list_field(document, "history")
     for message in history:  # the opening: everything before the first assistant turn
         if not isinstance(message, dict) or message.get("role") == "assistant":
             break

@@ -1,7 +1,7 @@
-"""Ingest writes in bulk (issue 9): rows in multi-row INSERTs that read back exactly as
-Django's own writes, a file's rows in a few statements whatever its size, a first ingest's
-facts and totals taken from its items without reading them back, equal to what the rows
-say, and SQLite in write-ahead-log mode."""
+"""Ingest writes in bulk (docs/benchmarks.md#ingest): rows in multi-row INSERTs that
+read back exactly as Django's own writes, a file's rows in a few statements whatever its
+size, a first ingest's facts and totals taken from its items without reading them back,
+equal to what the rows say, and SQLite in write-ahead-log mode."""
 
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ from blobviewer.ingest import rows
 from blobviewer.ingest import sessions as ingest_module
 from blobviewer.ingest.sessions import ingest_file
 from blobviewer.models import Blob, BlobRef, Item, Session
+from blobviewer.search.folding import storable
 from core.store import FsBlobStore
 from importers.recordings import CLAUDE_CODE, FIXTURES
 from web.records import header, tool_result_item, user_item
@@ -406,7 +407,7 @@ def test_text_is_made_storable_with_nul_and_lone_surrogates_stood_in_for(text):
         "\u2400" if c == "\x00" else "\ufffd" if "\ud800" <= c <= "\udfff" else c for c in text
     )
 
-    assert rows.storable(text) == expected
+    assert storable(text) == expected
     assert rows.storable_text(text) == expected
 
 
