@@ -1,13 +1,13 @@
-"""How fast `manage.py ingest` records sessions (issue 9), on SQLite and PostgreSQL. Not a
-test: run it by hand or with `make bench`.
+"""How fast `manage.py ingest` records sessions, on SQLite and PostgreSQL
+(docs/benchmarks.md#ingest). Not a test: run it by hand or with `make bench`.
 
     python bench/ingest_bench.py [--items 1000,10000,100000] [--databases sqlite,postgresql]
                                  [--profile N]
 
-The real recordings in `../shared/fixtures/real` (or BLOBVIEWER_FIXTURES), those an importer
-reads, are copied into a temporary folder again and again until there are --items items:
-each copy is a distinct session (its UUIDs rewritten, and for a recording whose session id
-is derived from its opening messages, a marker in its first message). Each size is then
+The real recordings in `tests/fixtures/real`, those an importer reads, are copied into a
+temporary folder again and again until there are --items items: each copy is a distinct
+session (its UUIDs rewritten, and for a recording whose session id is derived from its
+opening messages, a marker in its first message). Each size is then
 ingested by `manage.py ingest` in a fresh subprocess into an empty database: SQLite in a
 temporary data folder and, when DATABASE_URL names PostgreSQL or a server answers on
 127.0.0.1:5432, a PostgreSQL database that the bench creates and drops.
@@ -64,7 +64,7 @@ sys.path.insert(0, str(REPO))
 
 from core.store import TEMP_PREFIX  # noqa: E402 - found through the line above
 
-GOAL = 10_000  # items/s (issue 9)
+GOAL = 10_000  # items/s: what ingest must keep up with (docs/benchmarks.md#ingest)
 DEFAULT_SIZES = "1000,10000,100000"
 UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 REPLICA_NAMESPACE = uuid.UUID("8a6f2c1e-3b7d-4e59-a0c4-5d1e9f7b2c30")
@@ -598,7 +598,7 @@ def main() -> int:
         child(args.child, args.data, args.child_profile)
         return 0
 
-    fixtures = Path(os.environ.get("BLOBVIEWER_FIXTURES") or REPO.parent / "shared/fixtures/real")
+    fixtures = REPO / "tests" / "fixtures" / "real"
     recordings = readable_recordings(fixtures)
     if not recordings:
         print(f"no recordings an importer reads in {fixtures}", file=sys.stderr)

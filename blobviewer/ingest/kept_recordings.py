@@ -2,9 +2,10 @@
 `ingest --rebuild` gets it back on a host that does not have the file.
 
 With BLOBVIEWER_BLOBS on an object store, a session ingested from a file on one host must
-be re-derivable from any host (issue 14: nothing only one host has). After each session is
-ingested, the bytes it was derived from are kept as `<prefix>/sessions/<id>/<format>
-.recording` (blobviewer.catalog.session_logs.KeptRecordings), with the recording's own name:
+be re-derivable from any host: nothing only one host has (docs/object-storage.md#kept-recordings).
+After each session is ingested, the bytes it was derived from are kept as
+`<prefix>/sessions/<id>/<format>.recording` (blobviewer.catalog.session_logs.KeptRecordings),
+with the recording's own name:
 
 - a file: its bytes as read (a Claude Code JSONL, a trajectory, our own session log);
 - an OpenHands evaluation output (one run a line, each its own session): that run's line

@@ -1,6 +1,6 @@
 """Importers read JSON with load_json (orjson where it reads what json reads): the same
 values, types and errors as `json.loads`, so a faster reader changes no item, no digest
-and no message (issue 9)."""
+and no message."""
 
 from __future__ import annotations
 

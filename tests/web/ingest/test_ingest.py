@@ -230,7 +230,7 @@ def test_it_stores_text_the_database_cannot_hold_with_visible_stand_ins(write_lo
 
 
 def test_importers_can_ingest_parsed_records_with_their_own_received_sizes(store):
-    """Issue 5's importers hand over a header and records in the session log's shape."""
+    """Importers hand over a header and records in the session log's shape."""
     blob = store.store_sync(Text("x" * 5000))
     session_id = uuid.uuid4()
     records = [

@@ -1,6 +1,6 @@
 """`manage.py ingest` with the blobs on object storage keeps each session's recording in the
 bucket (`<prefix>/sessions/<id>/<format>.recording`), so `ingest --rebuild --all` re-derives
-a session on a host that does not have the file (issue 14: nothing only one host has)."""
+a session on a host that does not have the file (docs/object-storage.md#kept-recordings)."""
 
 from __future__ import annotations
 
