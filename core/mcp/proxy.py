@@ -26,10 +26,9 @@ from __future__ import annotations
 import os
 import shlex
 import signal
-import stat
 import sys
 import warnings
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -60,6 +59,7 @@ from core.mcp.blobs import (
     tool_error,
 )
 from core.mcp.result_promotion import PromotedResult, promote_result
+from core.mcp.stdin_lines import StdinLines
 from core.mcp.wire import NO_CACHING, complete, wire_handler
 from core.store import BlobStore
 from core.store.errors import BlobStoreError
@@ -71,7 +71,6 @@ _RAW: TypeAdapter[dict[str, Any]] = TypeAdapter(dict[str, Any])
 _MAX_TOOL_PAGES = 100
 # The progress notifications of a call reach the agent through the call itself.
 _NOT_FORWARDED = frozenset({"notifications/progress", "notifications/cancelled"})
-_READ_SIZE = 1 << 16
 # How long the calls a dead server left get to be answered (with its error) before the
 # proxy ends, in seconds.
 _GRACE = 2.0
@@ -484,7 +483,7 @@ async def _serve(wrapped: _Wrapped, store: BlobStore, agent: _Agent, recording: 
         proxy = Proxy(client, store, agent, recording)
         serving.start_soon(_end_when_gone, wrapped, proxy, serving.cancel_scope)
         server = proxy.build_server()
-        stdin = _StdinLines()  # lines, as the SDK reads them: `async for line in stdin`
+        stdin = StdinLines()  # lines, as the SDK reads them: `async for line in stdin`
         async with stdio_server(stdin=stdin) as (read_stream, write_stream):  # type: ignore[arg-type]  # it only iterates stdin
             # Errors of the agent's requests are answered; they do not end the proxy.
             with warnings.catch_warnings():
@@ -537,60 +536,6 @@ async def _end_when_gone(wrapped: _Wrapped, proxy: Proxy, scope: anyio.CancelSco
         await proxy.idle()
         await anyio.sleep(_GRACE / 10)  # for the last answer to be written
     scope.cancel()
-
-
-class _StdinLines:
-    """The agent's messages, a line each, for the SDK's stdio_server.
-
-    The SDK reads stdin on a worker thread, and a thread blocked in a read cannot be
-    cancelled: on SIGTERM the proxy would wait for the agent's next line. Waiting for
-    stdin to be readable on the event loop instead lets a cancellation end the wait.
-    A stdin that cannot be waited on (a regular file) is read as the SDK reads it.
-    """
-
-    def __init__(self, fd: int = 0) -> None:
-        self._fd = fd
-
-    def __aiter__(self) -> AsyncIterator[str]:
-        return self._lines()
-
-    async def _lines(self) -> AsyncIterator[str]:
-        if stat.S_ISREG(os.fstat(self._fd).st_mode):
-            async for line in self._split(self._read_on_a_thread):
-                yield line
-            return
-        # The flag belongs to the open file, which a terminal shares with the shell.
-        was_blocking = os.get_blocking(self._fd)
-        os.set_blocking(self._fd, False)
-        try:
-            async for line in self._split(self._read_when_readable):
-                yield line
-        finally:
-            os.set_blocking(self._fd, was_blocking)
-
-    @staticmethod
-    async def _split(read: Callable[[], Awaitable[bytes]]) -> AsyncIterator[str]:
-        pending = bytearray()
-        while chunk := await read():
-            pending += chunk
-            start = 0
-            while (end := pending.find(b"\n", start)) >= 0:
-                yield pending[start : end + 1].decode("utf-8", "replace")
-                start = end + 1
-            del pending[:start]
-        if pending:
-            yield pending.decode("utf-8", "replace")
-
-    async def _read_when_readable(self) -> bytes:
-        while True:
-            await anyio.wait_readable(self._fd)
-            try:
-                return os.read(self._fd, _READ_SIZE)
-            except BlockingIOError:
-                continue
-
-    async def _read_on_a_thread(self) -> bytes:
-        return await anyio.to_thread.run_sync(os.read, self._fd, _READ_SIZE)
 
 
 async def _stop_on_signal(scope: anyio.CancelScope) -> None:
