@@ -75,7 +75,8 @@ def test_a_big_blob_is_written_under_a_temporary_name(tmp_path: Path, monkeypatc
 
 @needs_unnamed_files
 def test_an_existing_blob_is_kept_when_put_again(tmp_path: Path, monkeypatch) -> None:
-    store = FsBlobStore(tmp_path)
+    root = tmp_path / "blobs"  # tmp_path also holds the test's own data and temporary folders
+    store = FsBlobStore(root)
     blob_id = store.store_sync(Text("the first content\n"))
     opens = Opens(monkeypatch)
     # The existence check passes (the file appears just after it): the link must refuse.
@@ -84,7 +85,7 @@ def test_an_existing_blob_is_kept_when_put_again(tmp_path: Path, monkeypatch) ->
     assert store.put_sync(blob_id, Text("other content\n")) is False
     assert opens.unnamed == 1
     assert store.load_sync(blob_id) == Text("the first content\n")
-    assert sorted(path.name for path in tmp_path.iterdir()) == [f"{blob_id}.txt"]
+    assert sorted(path.name for path in root.iterdir()) == [f"{blob_id}.txt"]
 
 
 def test_a_folder_without_unnamed_files_gets_named_ones(tmp_path: Path, monkeypatch) -> None:

@@ -102,9 +102,10 @@ def test_store_reports_a_missing_file(tmp_path: Path) -> None:
 
 
 def test_store_reports_bytes_that_are_not_utf8(tmp_path: Path) -> None:
-    result = run("store", "--dir", str(tmp_path), stdin=b"caf\xe9" * 300)
+    root = tmp_path / "blobs"  # tmp_path also holds the test's own data and temporary folders
+    result = run("store", "--dir", str(root), stdin=b"caf\xe9" * 300)
     assert_one_line_error(result, "not UTF-8")
-    assert not any(tmp_path.iterdir())
+    assert not root.exists() or not any(root.iterdir())
 
 
 # -- inspect --------------------------------------------------------------------------------
