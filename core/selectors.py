@@ -531,13 +531,29 @@ def _grep(step: Grep, view: LinesView, page: Page) -> GrepView:
     """Search lines first..last of the text in view, streamed as UTF-8 a chunk at a time
     (core.grep), so a big string is never encoded whole."""
     blocks = text_blocks(view.text, line_start(view.text, view.first))
-    found = search(blocks, step.compiled, first=view.first, last=view.last, page=page)
+    return grep_blocks(step, blocks, first=view.first, last=view.last, total=view.total, page=page)
+
+
+def grep_blocks(
+    step: Grep,
+    blocks: Iterable[bytes],
+    *,
+    first: int,
+    last: int | None,
+    total: int | None,
+    page: Page,
+) -> GrepView:
+    """*step* over the text whose bytes *blocks* yields from the start of line *first* (a
+    string's, or a blob's file read from where its index says the line starts), through
+    line *last* (None: to the end), until *page* is full. *total* is the text's line count,
+    None when it is not known (then the search counts it, when it reaches the end)."""
+    found = search(blocks, step.compiled, first=first, last=last, page=page)
     return GrepView(
         found.matches,
         step.pattern,
-        view.first,
+        first,
         found.last,
-        view.total,
+        found.line_count if total is None else total,
         found.complete,
         found.sizes,
         tuple(found.long_lines),

@@ -15,8 +15,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from core.content import Content, Structured
+from core.json_stream import PromotedJson
 from core.store.base import BlobReader
 from core.store.blob_id import BlobId, parse_blob_id
+from core.store.encoding import encode_content
 from core.store.index.index_file import (
     INDEX_FOLDER,
     KIND_JSON,
@@ -49,6 +52,7 @@ __all__ = [
     "JsonIndex",
     "TextIndex",
     "index_for",
+    "index_in_memory",
     "index_path",
     "open_index",
 ]
@@ -67,6 +71,27 @@ def index_for(data: bytes, value: Any = None, *, is_text: bool) -> bytes | None:
     if is_text:
         return text_index_from_bytes(data)
     return json_index_from_value(value, data)
+
+
+def index_in_memory(content: Content) -> BlobIndex:
+    """The index of *content* as a store keeps it, built in memory over the bytes the store
+    would keep, and read through them: a blob that has no index of its own (a small one)
+    is read as an indexed one is. The caller closes it. Raises IndexUnusable for a value
+    that cannot be indexed (one that is not JSON)."""
+    data, kind = encode_content(content)
+    blob = BytesReader(bytes(data), kind)
+    if kind == "text":
+        index: bytes | None = text_index_from_bytes(blob.data)
+    elif isinstance(content, PromotedJson) and content.index is not None:
+        index = content.index  # made as it was written
+    else:
+        assert isinstance(content, Structured)
+        index = json_index_from_value(content.value, blob.data) or json_index_from_file(blob)
+    if index is None:
+        raise IndexUnusable("this value cannot be read as JSON")
+    reader = BytesReader(index)
+    header = read_header(reader, blob_size=blob.size, kinds=(KIND_TEXT, KIND_JSON))
+    return TextIndex(blob, reader, header) if kind == "text" else JsonIndex(blob, reader, header)
 
 
 def open_index(

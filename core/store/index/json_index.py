@@ -237,7 +237,8 @@ class _FromValue:
             values = list(itertools.islice(items, len(keys)))
             size = len(keys)
             # `"k1":v1,"k2":v2`: the names' JSON without their quotes, from one list.
-            cores = self.dumps(keys)[2:-2].split(b'","')
+            names_json = self.dumps(keys)
+            cores = names_json[2:-2].split(b'","')
             if len(cores) != size:
                 raise _Unindexable("a name's JSON holds what splits it")
             parts: list[bytes] = [b"", b'":', b"", b',"'] * size
@@ -254,7 +255,9 @@ class _FromValue:
             batch_records[1::3] = array(code, starts[2::4])
             batch_records[2::3] = array(code, _kinds_and_counts(values))
             records.extend(batch_records)
-            hashes.extend(map(zlib.crc32, map(_UTF8, keys)))  # type: ignore[arg-type]
+            # A name's JSON without a backslash is its UTF-8 (orjson escapes no other way).
+            plain = self.dumps is orjson.dumps and b"\\" not in names_json
+            hashes.extend(map(zlib.crc32, cores if plain else map(_UTF8, keys)))
             if children is not None and max(map(len, parts[2::4])) >= CHILD_MIN:
                 for number in range(size):
                     item, piece = values[number], parts[4 * number + 2]
@@ -491,6 +494,9 @@ def _sorted_pairs(crcs: array[int] | list[int]) -> bytes:
     Sorted a bucket at a time (by the CRC's top bits, a chunk of keys at a time), so that
     no more than a chunk's or a bucket's numbers are Python ints at once: sorting the
     pairs of a million keys as one list takes about 50 MB."""
+    if len(crcs) <= _SORT_CHUNK:  # one chunk: sorted at once
+        shifted = map(operator.lshift, crcs, itertools.repeat(32))
+        return _pack(array("Q", sorted(map(operator.or_, shifted, range(len(crcs))))), "Q")
     buckets = [array("Q") for _ in range(1 << _BUCKET_BITS)]
     shift = 64 - _BUCKET_BITS
     bounds = [b << shift for b in range(1, 1 << _BUCKET_BITS)]

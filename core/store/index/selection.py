@@ -6,18 +6,22 @@ stand-ins that name a part of the blob without holding it: a range of lines of a
 (:class:`TextLines`), a value's span (:class:`Whole`), a range of an array's entries
 (:class:`Entries`) or of an object's key lines (:class:`KeyRange`). A step the index
 cannot take (a part without a table of its own, e.g. a string reached by `key:`) reads
-that part, parses it and goes on with core.selectors on the value. Every error comes from
-core.selectors itself, raised on a stand-in view of the same kind, so the messages are
-those of the unindexed path byte for byte.
+that part, parses it and goes on with core.selectors on the value; `grep:` over a text
+reads the lines it searches from where the index says the first one starts. Every error
+comes from core.selectors itself, raised on a stand-in view of the same kind, so the
+messages are those of core.selectors.evaluate on the whole value byte for byte.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import NoReturn
 
+from core.grep import Page, blob_blocks
 from core.selectors import (
+    DEFAULT_GREP_PAGE,
     Grep,
+    GrepView,
     Key,
     Keys,
     KeysView,
@@ -29,15 +33,17 @@ from core.selectors import (
     ValueView,
     View,
     apply_step,
+    grep_blocks,
     missing_key,
 )
-from core.store.index.index_file import IndexUnusable
+from core.store.errors import IndexUnusable
 from core.store.index.json_index import JsonIndex, Node
 from core.store.index.text_index import TextIndex
 
 
 class NotIndexed(Exception):
-    """The selector is evaluated on the whole blob (`grep:` over a text blob)."""
+    """What was reached is read another way (a range of a text's lines: through the text
+    index's own reads, see :func:`materialize`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +82,7 @@ class KeyRange:
     total: int
 
 
-Reached = TextLines | Whole | Entries | KeyRange | LinesView | ValueView | KeysView
+Reached = TextLines | Whole | Entries | KeyRange | View
 
 
 def whole_blob(index: TextIndex | JsonIndex) -> TextLines | Whole:
@@ -86,17 +92,21 @@ def whole_blob(index: TextIndex | JsonIndex) -> TextLines | Whole:
     return Whole(index.root())
 
 
-def select(index: TextIndex | JsonIndex, selector: Selector) -> Reached:
-    """Where *selector* leads in the blob; raises SelectorError as evaluate would, or
-    NotIndexed for a selector the index does not help with."""
-    state: Any = whole_blob(index)
+def select(
+    index: TextIndex | JsonIndex, selector: Selector, *, grep_page: Page = DEFAULT_GREP_PAGE
+) -> Reached:
+    """Where *selector* leads in the blob; raises SelectorError as evaluate would. A
+    `grep:` step stops once its matches fill *grep_page*."""
+    state: Reached = whole_blob(index)
     for number, step in enumerate(selector.steps):
         reached = "this blob" if number == 0 else str(Selector(selector.steps[:number]))
-        state = _step(index, step, state, reached)
+        state = _take_step(index, step, state, reached, grep_page)
     return state
 
 
-def _step(index: TextIndex | JsonIndex, step: Step, state: Reached, reached: str) -> Reached:
+def _take_step(
+    index: TextIndex | JsonIndex, step: Step, state: Reached, reached: str, grep_page: Page
+) -> Reached:
     if isinstance(state, TextLines):
         view = LinesView("", state.first, state.last, state.total)
         if isinstance(step, Lines):  # the text-less view gives core's numbers and errors
@@ -104,7 +114,8 @@ def _step(index: TextIndex | JsonIndex, step: Step, state: Reached, reached: str
             assert isinstance(narrowed, LinesView)
             return TextLines(narrowed.first, narrowed.last, narrowed.total)
         if isinstance(step, Grep):
-            raise NotIndexed("grep: reads the text")
+            assert isinstance(index, TextIndex)
+            return _grep(index, state, step, grep_page)
         _refuse(step, view, reached)
     if isinstance(state, Entries):
         if isinstance(step, Slice):  # narrowing: indexes count in the whole array
@@ -123,7 +134,8 @@ def _step(index: TextIndex | JsonIndex, step: Step, state: Reached, reached: str
         node = state.node
         table = node.table
         if table is None:  # small, or deeper than the index goes: read it whole
-            return apply_step(step, ValueView(index.value(node)), reached=reached)
+            whole = ValueView(index.value(node))
+            return apply_step(step, whole, reached=reached, grep_page=grep_page)
         if node.kind == "array" and isinstance(step, Slice):
             start, stop = step.bounds(node.count)
             return Entries(node, start, max(stop, start), node.count)
@@ -137,7 +149,14 @@ def _step(index: TextIndex | JsonIndex, step: Step, state: Reached, reached: str
                 raise missing_key(step, (name for name, _ in first), node.count)
             return Whole(found)
         _refuse(step, stand_in(index, node), reached)
-    return apply_step(step, state, reached=reached)
+    return apply_step(step, state, reached=reached, grep_page=grep_page)
+
+
+def _grep(index: TextIndex, lines: TextLines, step: Grep, page: Page) -> GrepView:
+    """`grep:` over lines first..last of the text blob, read from the start of the first."""
+    blocks = blob_blocks(index.blob, start=index.line_start(lines.first))
+    first, last, total = lines.first, lines.last, lines.total
+    return grep_blocks(step, blocks, first=first, last=last, total=total, page=page)
 
 
 def stand_in(index: JsonIndex, node: Node) -> ValueView:
