@@ -30,11 +30,13 @@ class JsonError(ValueError):
     """The text is not a JSON value."""
 
 
-def _reject_constant(name: str) -> Any:
+def reject_constant(name: str) -> Any:
+    """JSON has no NaN or Infinity: the standard library's parse_constant that says so."""
     raise ValueError(f"{name} is not valid JSON")
 
 
-def _finite_float(text: str) -> float:
+def finite_float(text: str) -> float:
+    """A JSON number as a float, refused when out of range (JSON has no infinity)."""
     value = float(text)
     if math.isinf(value):
         raise ValueError(f"number {text} is out of range")
@@ -49,7 +51,7 @@ def parse_json(text: str | bytes) -> Any:
         except orjson.JSONDecodeError:
             pass  # the stdlib accepts a few things orjson refuses (lone surrogates)
     try:
-        return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+        return json.loads(text, parse_constant=reject_constant, parse_float=finite_float)
     except (ValueError, RecursionError) as error:
         raise JsonError(str(error)) from None
 
