@@ -49,7 +49,7 @@ from core.selectors import (
 )
 from core.store.blob_id import BlobId
 from core.store.index import BlobIndex, IndexedLine, JsonIndex, TextIndex
-from core.store.index.json_index import Node, Shown, Table
+from core.store.index.json_reader import Node, Shown, Table
 from core.store.index.selection import Entries, KeyRange, TextLines, Whole, select
 from core.summary import ELLIPSIS, schema_line
 

@@ -28,7 +28,7 @@ from core.store import index as index_package
 from core.store.file_reader import FileReader
 from core.store.index import INDEX_FOLDER
 from core.store.index import json_index as json_index_module
-from core.store.index.json_index import json_index_from_file
+from core.store.index.json_from_file import json_index_from_file
 from tests.core.strategies import json_values
 
 REPO = Path(__file__).resolve().parents[2]

@@ -19,7 +19,8 @@ from core.store.file_reader import FileReader
 from core.store.index import INDEX_FOLDER, JsonIndex, index_path, open_index
 from core.store.index import json_index as json_index_module
 from core.store.index.index_file import BytesReader
-from core.store.index.json_index import Node, json_index_from_file, json_index_from_value
+from core.store.index.json_from_file import json_index_from_file
+from core.store.index.json_index import Node, json_index_from_value
 from tests.core.strategies import json_values
 
 

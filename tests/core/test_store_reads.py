@@ -29,7 +29,8 @@ from core.store import (
 )
 from core.store.index import INDEX_FOLDER, index_path, open_index
 from core.store.index.index_file import BytesReader
-from core.store.index.json_index import json_index_from_file, json_index_from_value
+from core.store.index.json_from_file import json_index_from_file
+from core.store.index.json_index import json_index_from_value
 from core.store.index.text_index import text_index_from_bytes, text_index_from_file
 
 REPO = Path(__file__).resolve().parents[2]

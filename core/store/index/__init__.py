@@ -32,7 +32,9 @@ from core.store.index.index_file import (
     pack_index,
     read_header,
 )
-from core.store.index.json_index import JsonIndex, json_index_from_file, json_index_from_value
+from core.store.index.json_from_file import json_index_from_file
+from core.store.index.json_index import json_index_from_value
+from core.store.index.json_reader import JsonIndex
 from core.store.index.text_index import (
     IndexedLine,
     TextIndex,

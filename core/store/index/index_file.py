@@ -17,8 +17,10 @@ from __future__ import annotations
 import contextlib
 import os
 import struct
+import sys
 import tempfile
-from collections.abc import Iterator
+from array import array
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,6 +54,25 @@ class Header:
         return HEADER.pack(
             MAGIC, VERSION, self.kind, self.flags, self.blob_size, self.index_size, *self.fields
         )
+
+
+def pack_numbers(numbers: Iterable[int], typecode: str) -> bytes:
+    """*numbers* as a table of fixed-width records, little-endian: 4 bytes each for
+    *typecode* "I", 8 for "Q"."""
+    table = numbers if isinstance(numbers, array) else array(typecode, numbers)
+    if sys.byteorder == "big":
+        table = array(typecode, table)
+        table.byteswap()
+    return table.tobytes()
+
+
+def unpack_numbers(data: bytes, typecode: str) -> array[int]:
+    """The numbers of a table that :func:`pack_numbers` wrote."""
+    table = array(typecode)
+    table.frombytes(data)
+    if sys.byteorder == "big":
+        table.byteswap()
+    return table
 
 
 def index_path(root: Path, name: str) -> Path:

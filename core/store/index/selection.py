@@ -37,7 +37,7 @@ from core.selectors import (
     missing_key,
 )
 from core.store.errors import IndexUnusable
-from core.store.index.json_index import JsonIndex, Node
+from core.store.index.json_reader import JsonIndex, Node
 from core.store.index.text_index import TextIndex
 
 

@@ -17,7 +17,6 @@ The index holds two tables of fixed-width records (unsigned 64-bit, little-endia
 
 from __future__ import annotations
 
-import sys
 from array import array
 from bisect import bisect_left
 from collections.abc import Iterator
@@ -26,13 +25,15 @@ from itertools import accumulate
 
 from core.content import cut_utf8, decode_text
 from core.store.base import BlobReader
+from core.store.errors import IndexUnusable
 from core.store.index.index_file import (
     HEADER,
     KIND_TEXT,
     Header,
-    IndexUnusable,
     pack_index,
+    pack_numbers,
     read_header,
+    unpack_numbers,
 )
 
 BLOCK = 4 * 1024  # bytes per `before` record: the most read to find where a line starts
@@ -63,7 +64,7 @@ def text_index_from_bytes(data: bytes, *, block: int = 0, group: int = 0) -> byt
     blocks of *block* bytes and group records every *group* newlines (default: BLOCK, GROUP)."""
     block, group = block or BLOCK, group or GROUP
     counts = [data.count(b"\n", start, start + block) for start in range(0, len(data), block)]
-    return _pack(counts, len(data), data.endswith(b"\n"), block, group)
+    return _packed_index(counts, len(data), data.endswith(b"\n"), block, group)
 
 
 def text_index_from_file(blob: BlobReader, *, block: int = 0, group: int = 0) -> bytes:
@@ -88,32 +89,19 @@ def text_index_from_file(blob: BlobReader, *, block: int = 0, group: int = 0) ->
         last = chunk[-1:]
     if filled:
         counts.append(newlines)
-    return _pack(counts, size, last == b"\n", block, group)
+    return _packed_index(counts, size, last == b"\n", block, group)
 
 
-def _pack(counts: list[int], size: int, ends_with_newline: bool, block: int, group: int) -> bytes:
+def _packed_index(
+    counts: list[int], size: int, ends_with_newline: bool, block: int, group: int
+) -> bytes:
     before = list(accumulate(counts, initial=0))
     newlines = before[-1]
     # The block of newline r·group: the last block with fewer newlines before it.
     groups = [0] + [bisect_left(before, r * group) - 1 for r in range(1, newlines // group + 1)]
-    body = _u64(before) + _u64(groups)
+    body = pack_numbers(before, "Q") + pack_numbers(groups, "Q")
     fields = (block, group, len(before), newlines, int(ends_with_newline), len(groups))
     return pack_index(KIND_TEXT, size, fields, body)
-
-
-def _u64(numbers: list[int]) -> bytes:
-    table = array("Q", numbers)
-    if sys.byteorder == "big":
-        table.byteswap()
-    return table.tobytes()
-
-
-def _numbers(data: bytes) -> array[int]:
-    table = array("Q")
-    table.frombytes(data)
-    if sys.byteorder == "big":
-        table.byteswap()
-    return table
 
 
 # -- reading ----------------------------------------------------------------------------------
@@ -160,7 +148,7 @@ class TextIndex:
         return self.newlines + (1 if self.size and not self.ends_with_newline else 0)
 
     def _records(self, at: int, first: int, count: int) -> array[int]:
-        return _numbers(self.index.exact(at + _RECORD * first, _RECORD * count))
+        return unpack_numbers(self.index.exact(at + _RECORD * first, _RECORD * count), "Q")
 
     def _after_newline(self, target: int) -> tuple[int, bytes]:
         """The offset just past newline number *target* (1-based; 0 for none), and the
