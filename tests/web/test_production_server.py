@@ -107,7 +107,7 @@ def production_env(tmp_path: Path, *, database_url: str, port: int) -> dict[str,
             "SECRET_KEY": secrets.token_urlsafe(50),
             "ALLOWED_HOSTS": HOST,
             "DATABASE_URL": database_url,
-            "BLOBVIEWER_DATA": str(tmp_path / "data"),
+            "BLOBVIEWER_DATA": str(tmp_path / "server-data"),
             "STATIC_ROOT": str(tmp_path / "static"),
             "SECURE_PROXY_SSL_HEADER": "true",
             "BLOBVIEWER_LOGIN_FAILURE_LIMIT": str(FAILURE_LIMIT),
@@ -342,7 +342,7 @@ def test_make_serve_refuses_a_bad_environment_in_one_line_before_anything_runs(
     assert refusal[0].startswith(f"make serve: refusing to start: {message}")
     assert "manage.py" not in result.stdout  # no later step was started
     assert not database.exists()
-    assert not (tmp_path / "data").exists()
+    assert not (tmp_path / "server-data").exists()
     assert not (tmp_path / "static").exists()
 
 
