@@ -22,7 +22,7 @@ from core.summary import ELLIPSIS
 Resume = Selector | str
 
 
-class Unit(NamedTuple):  # a NamedTuple: made by the hundred for every call
+class OutputUnit(NamedTuple):  # a NamedTuple: made by the hundred for every call
     """A run of output lines that is kept or dropped whole, and the selector that resumes
     the output at it. A single-line unit that alone exceeds the limit is cut."""
 
@@ -34,10 +34,10 @@ class Unit(NamedTuple):  # a NamedTuple: made by the hundred for every call
 
 # A unit before it is read: its resume selector (known without reading the blob), and
 # what reads it. Only the units the cap can reach are read.
-Pending = tuple[Resume | None, Callable[[], Unit]]
+Pending = tuple[Resume | None, Callable[[], OutputUnit]]
 
 
-def unit_size(unit: Unit) -> int:
+def unit_size(unit: OutputUnit) -> int:
     """The bytes *unit* takes in the output, its newline included."""
     lines = unit.lines
     if unit.size is not None:
@@ -54,26 +54,26 @@ def resumes(prefix: Selector, step: Callable[[int], Step]) -> Callable[[int], st
     return lambda n: head + str(step(n))
 
 
-def _itself(unit: Unit) -> Unit:
+def _itself(unit: OutputUnit) -> OutputUnit:
     return unit
 
 
-def ready(units: Iterable[Unit]) -> Iterator[Pending]:
+def ready(units: Iterable[OutputUnit]) -> Iterator[Pending]:
     """Units already read, as pending ones."""
     for unit in units:
         yield unit.resume, functools.partial(_itself, unit)
 
 
-def enough(pending: Iterable[Pending], limit: int) -> tuple[list[Unit], list[int]]:
+def enough(pending: Iterable[Pending], limit: int) -> tuple[list[OutputUnit], list[int]]:
     """The units :func:`cap` can reach, and their sizes: read until their lines alone pass
     *limit*, then the next unit that names a resume selector, as a stand-in without
     content (cap only reads its selector, for the trailer)."""
-    units: list[Unit] = []
+    units: list[OutputUnit] = []
     sizes: list[int] = []
     total = 0
     for resume, load in pending:
         if total > limit and resume is not None:
-            units.append(Unit([], resume))
+            units.append(OutputUnit([], resume))
             sizes.append(0)
             break
         unit = load()
@@ -83,7 +83,9 @@ def enough(pending: Iterable[Pending], limit: int) -> tuple[list[Unit], list[int
     return units, sizes
 
 
-def cap(header: str, units: list[Unit], more: str | None, limit: int, sizes: list[int]) -> str:
+def cap(
+    header: str, units: list[OutputUnit], more: str | None, limit: int, sizes: list[int]
+) -> str:
     """Join header and units, stopping at the last whole unit that fits in *limit* bytes
     (*sizes*: the units' sizes).
 
@@ -116,7 +118,9 @@ def cap(header: str, units: list[Unit], more: str | None, limit: int, sizes: lis
     return "\n".join(out)
 
 
-def _cut_unit(unit: Unit, rest: list[Unit], room: int, more: str | None = None) -> list[str]:
+def _cut_unit(
+    unit: OutputUnit, rest: list[OutputUnit], room: int, more: str | None = None
+) -> list[str]:
     """The part of a too-big first unit that fits in *room* bytes, and where to go on."""
     if len(unit.lines) > 1:
         resume = unit.resume  # resuming at it drills into the entry, rendered differently

@@ -21,9 +21,9 @@ from core.content import Text, utf8_size
 from core.grep import LINE_CAP
 from core.grep import Page as GrepPage
 from core.inspect_cap import (
+    OutputUnit,
     Pending,
     Resume,
-    Unit,
     bounded,
     cap,
     enough,
@@ -62,7 +62,7 @@ def render_through_index(
     to describe the blob, UnicodeDecodeError for a text that is not UTF-8."""
     if not selector:
         header, pending, more = _overview(f"[blob:{blob_id}]", index, policy)
-        return _finished(header, pending, more, policy.inspect_limit)
+        return _capped(header, pending, more, policy.inspect_limit)
     page = grep_page(blob_id, selector, policy)
     reached = select(index, selector, grep_page=page)
     if isinstance(reached, Whole) and reached.node.table is None:  # small: read it whole
@@ -72,7 +72,7 @@ def render_through_index(
         return render_view(blob_id, reached, selector, policy)
     description, pending = _from_index(index, reached, selector, policy.inspect_limit)
     header = f"[blob:{blob_id}] {_named(selector)}{description}"
-    return _finished(header, pending, None, policy.inspect_limit)
+    return _capped(header, pending, None, policy.inspect_limit)
 
 
 def render_view(blob_id: BlobId, view: View, selector: Selector, policy: Policy) -> str:
@@ -80,10 +80,10 @@ def render_view(blob_id: BlobId, view: View, selector: Selector, policy: Policy)
     its own, a string reached by `key:` (and the lines of it), or the matches of a grep."""
     description, units = _view_units(view, selector)
     header = f"[blob:{blob_id}] {_named(selector)}{description}"
-    return _finished(header, ready(units), _grep_more(view, selector), policy.inspect_limit)
+    return _capped(header, ready(units), _grep_more(view, selector), policy.inspect_limit)
 
 
-def _finished(header: str, pending: Iterable[Pending], more: str | None, limit: int) -> str:
+def _capped(header: str, pending: Iterable[Pending], more: str | None, limit: int) -> str:
     units, sizes = enough(pending, limit)
     return bounded(cap(header, units, more, limit, sizes), limit)
 
@@ -127,7 +127,7 @@ def _overview(
         return _array_overview(ref, index, table, policy)
     header = f"{ref} json_object | {table.count} keys | {index.size} bytes"
     keys = _key_line_units(index, table, 0, table.count, Selector(), None)
-    heading = (None, functools.partial(Unit, ["── keys ──"], None))
+    heading = (None, functools.partial(OutputUnit, ["── keys ──"], None))
     return header, itertools.chain([heading], keys), None
 
 
@@ -140,17 +140,17 @@ def _array_overview(
     shown = min(policy.inspect_head_lines, count)
     spans = list(index.spans(table, 0, shown))
 
-    def schema() -> Unit:
+    def schema() -> OutputUnit:
         if not count:
-            return Unit(["── schema ──", "(empty)"], None)
+            return OutputUnit(["── schema ──", "(empty)"], None)
         first = index.value(Node("", 0, *spans[0]))
-        return Unit(["── schema ──", schema_line(first, 1 << 20)], None)
+        return OutputUnit(["── schema ──", schema_line(first, 1 << 20)], None)
 
     pending: list[Pending] = [(None, schema)]
     resume = resumes(Selector(), lambda i: Slice(i, shown))
     if count:
         head_resume = resume(0)
-        pending.append((head_resume, functools.partial(Unit, ["── head ──"], head_resume)))
+        pending.append((head_resume, functools.partial(OutputUnit, ["── head ──"], head_resume)))
     limit = policy.inspect_limit
     for i, (start, end) in enumerate(spans):
         r = resume(i)
@@ -168,16 +168,16 @@ def _array_overview(
 # unit's content, so only the units the cap can reach are read.
 
 
-def _next_line(lines: Iterator[IndexedLine], resume: Resume) -> Unit:
+def _next_line(lines: Iterator[IndexedLine], resume: Resume) -> OutputUnit:
     line = next(lines)
-    return Unit([line.text], resume, size=line.size if line.cut else None)
+    return OutputUnit([line.text], resume, size=line.size if line.cut else None)
 
 
-def _shown_unit(shown: Shown, resume: Resume | None, label: str = "entry") -> Unit:
-    return Unit([shown.text], resume, label, size=shown.size if shown.cut else None)
+def _shown_unit(shown: Shown, resume: Resume | None, label: str = "entry") -> OutputUnit:
+    return OutputUnit([shown.text], resume, label, size=shown.size if shown.cut else None)
 
 
-def _entry_unit(index: JsonIndex, start: int, end: int, limit: int, resume: Resume) -> Unit:
+def _entry_unit(index: JsonIndex, start: int, end: int, limit: int, resume: Resume) -> OutputUnit:
     return _shown_unit(index.compact(start, end, limit), resume)
 
 
@@ -214,7 +214,7 @@ def _from_index(
         end = last.end + int(last.inclusive) if last.end is not None else None
         spans = index.spans(table, state.start, state.stop)
 
-        def entry(resume: Resume) -> Unit:
+        def entry(resume: Resume) -> OutputUnit:
             start, stop = next(spans)
             return _entry_unit(index, start, stop, limit, resume)
 
@@ -234,9 +234,9 @@ def _key_line_units(
     """Key lines start..stop-1, each resuming with `keys:` after *prefix*."""
     names = index.key_names(table, start, stop)
 
-    def load(resume: Resume) -> Unit:
+    def load(resume: Resume) -> OutputUnit:
         name, node = next(names)
-        return Unit([key_line(name, node.shape)], resume, "key line")
+        return OutputUnit([key_line(name, node.shape)], resume, "key line")
 
     for resume in map(resumes(prefix, lambda n: Keys(n, end)), range(start, stop)):
         yield resume, functools.partial(load, resume)
@@ -249,45 +249,45 @@ def _indexed_json_units(
     count = node.count
     if not count:
         empty = dumps_indented([] if node.kind == "array" else {})
-        yield None, functools.partial(Unit, [empty], None)
+        yield None, functools.partial(OutputUnit, [empty], None)
         return
     opening, closing = ("[", "]") if node.kind == "array" else ("{", "}")
     if node.kind == "array":
         spans = index.spans(table, 0, count)
 
-        def entry(number: int, resume: Selector) -> Unit:
+        def entry(number: int, resume: Selector) -> OutputUnit:
             start, end = next(spans)
             lines = _indent(dumps_indented(index.value(Node("", 0, start, end))))
             if number < count - 1:
                 lines[-1] += ","
-            return Unit(lines, resume)
+            return OutputUnit(lines, resume)
 
         first = selector.then(Slice(0, None))
-        yield first, functools.partial(Unit, [opening], first)
+        yield first, functools.partial(OutputUnit, [opening], first)
         for number in range(count):
             resume = selector.then(Slice(number, None))
             yield resume, functools.partial(entry, number, resume)
     else:
 
-        def group(name: str, child: Node, number: int, resume: Selector) -> Unit:
+        def group(name: str, child: Node, number: int, resume: Selector) -> OutputUnit:
             value = dumps_indented(index.value(child))
             lines = _indent(f"{dumps_compact(name)}: {value}")
             if number < count - 1:
                 lines[-1] += ","
-            return Unit(lines, resume)
+            return OutputUnit(lines, resume)
 
         for number, (name, child) in enumerate(index.key_names(table, 0, count)):
             resume = selector.then(Key(name))
             if number == 0:
-                yield resume, functools.partial(Unit, [opening], resume)
+                yield resume, functools.partial(OutputUnit, [opening], resume)
             yield resume, functools.partial(group, name, child, number, resume)
-    yield None, functools.partial(Unit, [closing], None)
+    yield None, functools.partial(OutputUnit, [closing], None)
 
 
 # -- a part read and parsed --------------------------------------------------------------------
 
 
-def _view_units(view: View, selector: Selector) -> tuple[str, list[Unit]]:
+def _view_units(view: View, selector: Selector) -> tuple[str, list[OutputUnit]]:
     """The description and units of a part read whole: lines of a string, matches, key
     lines, entries, or a value."""
     steps = selector.steps
@@ -297,7 +297,7 @@ def _view_units(view: View, selector: Selector) -> tuple[str, list[Unit]]:
         assert isinstance(last, Lines)
         description = f"lines {view.first}-{view.last} of {view.total}"
         resume = resumes(prefix, lambda n: Lines(n, last.end))
-        return description, [Unit([line], resume(n)) for n, line in view.numbered()]
+        return description, [OutputUnit([line], resume(n)) for n, line in view.numbered()]
     if isinstance(view, GrepView):
         return grep_description(view), _grep_units(view, selector)
     if isinstance(view, KeysView):
@@ -306,7 +306,8 @@ def _view_units(view: View, selector: Selector) -> tuple[str, list[Unit]]:
         end = last.end + int(last.inclusive) if last.end is not None else None
         resume = resumes(prefix, lambda n: Keys(n, end))
         return description, [
-            Unit([line], resume(view.start + i), "key line") for i, line in enumerate(view.lines())
+            OutputUnit([line], resume(view.start + i), "key line")
+            for i, line in enumerate(view.lines())
         ]
     if isinstance(last, Slice):
         start = view.start or 0
@@ -315,7 +316,7 @@ def _view_units(view: View, selector: Selector) -> tuple[str, list[Unit]]:
         end = last.end + int(last.inclusive) if last.end is not None else None
         resume = resumes(prefix, lambda n: Slice(n, end))
         return description, [
-            Unit([dumps_compact(item)], resume(start + i), "entry")
+            OutputUnit([dumps_compact(item)], resume(start + i), "entry")
             for i, item in enumerate(view.value)
         ]
     assert isinstance(last, Key)
@@ -326,12 +327,12 @@ def _view_units(view: View, selector: Selector) -> tuple[str, list[Unit]]:
         units = []
         if isinstance(lines_view, LinesView):
             resume = resumes(selector, lambda n: Lines(n, None))
-            units = [Unit([line], resume(n)) for n, line in lines_view.numbered()]
+            units = [OutputUnit([line], resume(n)) for n, line in lines_view.numbered()]
         return description, units
     return description, _json_units(value, selector)
 
 
-def _json_units(value: Any, selector: Selector) -> list[Unit]:
+def _json_units(value: Any, selector: Selector) -> list[OutputUnit]:
     """Indented JSON, grouped by top-level entry so a cut resumes at the next entry."""
     if isinstance(value, list) and value:
         groups = [
@@ -344,14 +345,14 @@ def _json_units(value: Any, selector: Selector) -> list[Unit]:
             for k, v in value.items()
         ]
     else:
-        return [Unit([dumps_indented(value)], None)]
+        return [OutputUnit([dumps_indented(value)], None)]
     opening, closing = ("[", "]") if isinstance(value, list) else ("{", "}")
-    units = [Unit([opening], groups[0][1])]
+    units = [OutputUnit([opening], groups[0][1])]
     for number, (lines, resume) in enumerate(groups):
         if number < len(groups) - 1:
             lines[-1] += ","
-        units.append(Unit(lines, resume))
-    units.append(Unit([closing], None))
+        units.append(OutputUnit(lines, resume))
+    units.append(OutputUnit([closing], None))
     return units
 
 
@@ -419,14 +420,14 @@ def grep_description(view: GrepView, *, widest: bool = False) -> str:
     return description
 
 
-def _grep_units(view: GrepView, selector: Selector) -> list[Unit]:
+def _grep_units(view: GrepView, selector: Selector) -> list[OutputUnit]:
     narrowed, end, grep = _grep_parts(selector)
     units = []
     for number, line in view.matches:
         shown = f"{number}: {line}"
         size = view.sizes.get(number)
         units.append(
-            Unit(
+            OutputUnit(
                 [shown],
                 narrowed.then(Lines(number, end), grep),
                 "match",

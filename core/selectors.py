@@ -194,7 +194,7 @@ def parse_selector(text: str | None) -> Selector:
             raise SelectorError(f"unknown selector {name + ':'!r}; expected {FORMS}")
         position = match.end()
         argument, position = _argument(text, position, name)
-        steps.append(_step(name, argument))
+        steps.append(_parsed_step(name, argument))
         if position >= len(text):
             return Selector(tuple(steps))
         position += 1  # past the "|"
@@ -233,7 +233,7 @@ class _Quoted:
     value: object
 
 
-def _step(name: str, argument: str | _Quoted) -> Step:
+def _parsed_step(name: str, argument: str | _Quoted) -> Step:
     if name == "lines":
         return _lines_step(argument)
     if name == "slice":

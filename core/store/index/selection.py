@@ -115,7 +115,7 @@ def _take_step(
             return TextLines(narrowed.first, narrowed.last, narrowed.total)
         if isinstance(step, Grep):
             assert isinstance(index, TextIndex)
-            return _grep(index, state, step, grep_page)
+            return _grep_lines(index, state, step, grep_page)
         _refuse(step, view, reached)
     if isinstance(state, Entries):
         if isinstance(step, Slice):  # narrowing: indexes count in the whole array
@@ -152,7 +152,7 @@ def _take_step(
     return apply_step(step, state, reached=reached, grep_page=grep_page)
 
 
-def _grep(index: TextIndex, lines: TextLines, step: Grep, page: Page) -> GrepView:
+def _grep_lines(index: TextIndex, lines: TextLines, step: Grep, page: Page) -> GrepView:
     """`grep:` over lines first..last of the text blob, read from the start of the first."""
     blocks = blob_blocks(index.blob, start=index.line_start(lines.first))
     first, last, total = lines.first, lines.last, lines.total

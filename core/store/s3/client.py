@@ -92,7 +92,7 @@ def _code(error: Exception) -> str:
     return str(response.get("Error", {}).get("Code", ""))
 
 
-def _status(error: Exception) -> int:
+def _http_status(error: Exception) -> int:
     response = getattr(error, "response", None) or {}
     return int(response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
 
@@ -103,7 +103,7 @@ def answered(error: Exception, codes: set[str]) -> bool:
     code = _code(error)
     if code and not code.isdigit():
         return code in codes
-    return str(_status(error)) in codes
+    return str(_http_status(error)) in codes
 
 
 def io_error(action: str, error: Exception) -> BlobIOError:
@@ -111,7 +111,7 @@ def io_error(action: str, error: Exception) -> BlobIOError:
     if isinstance(error, Boto.client_error):
         response = getattr(error, "response", {}) or {}
         message = response.get("Error", {}).get("Message") or ""
-        said = f"{_code(error) or 'error'} (HTTP {_status(error)})"
+        said = f"{_code(error) or 'error'} (HTTP {_http_status(error)})"
         if message:
             said += f": {message}"
     else:
