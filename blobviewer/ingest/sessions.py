@@ -55,6 +55,9 @@ from core.store import BlobStore
 
 @dataclass(frozen=True)
 class IngestResult:
+    """What ingesting one session did: the items and blob links it added, the session's
+    totals after it, and the blobs it stored."""
+
     session_id: uuid.UUID
     path: str
     new_items: int
@@ -150,6 +153,7 @@ def ingest_session(
     source_path: str,
     store: BlobStore,
     source_format: str = OUR_FORMAT,
+    version: int | None = None,
     options: IngestOptions = DEFAULT_OPTIONS,
 ) -> IngestResult:
     """Upsert a session and add the records it does not have yet, atomically.
@@ -161,13 +165,14 @@ def ingest_session(
     a digest of the record; the header may add `status`). Outputs kept whole are promoted
     here, which also records how big they were (`received_bytes` in a record is ignored).
 
-    A session recorded by another importer version than the current one for
-    *source_format* raises OutdatedSession and nothing is written, unless the options
-    rebuild: then a session recorded by an older version is re-derived in place: items
-    still derived keep their seq and are rewritten, a re-derived output equal to the blob
-    its item had keeps that blob (no new blob), items no longer derived are deleted (their
-    seqs stay unused), new items get seqs after the largest. A rebuild of a session that
-    is new or up to date is a plain ingest.
+    *version* is the importer version that derived *records* (default: the current one
+    for *source_format*). A session recorded by another version raises OutdatedSession
+    and nothing is written, unless the options rebuild: then a session recorded by an
+    older version is re-derived in place: items still derived keep their seq and are
+    rewritten, a re-derived output equal to the blob its item had keeps that blob (no new
+    blob), items no longer derived are deleted (their seqs stay unused), new items get
+    seqs after the largest. A rebuild of a session that is new or up to date is a plain
+    ingest.
 
     The options' owner becomes the owner of a session this creates, or of one that has
     none yet; a session owned by another user is refused.
@@ -185,13 +190,16 @@ def ingest_session(
     nothing of this try is kept, and the ingest is planned again from what that one wrote
     (up to three tries; one inside a caller's transaction, which a conflict breaks).
     """
+    if version is None:
+        version = importer_version(source_format)
+    source = _Source(source_path, source_format, version)
     tries = 1 if connection.in_atomic_block else _TRIES
     for attempt in range(1, tries + 1):
         try:
             return _ingest_once(
                 header,
                 records,
-                source=_Source(source_path, source_format, importer_version(source_format)),
+                source=source,
                 store=store,
                 options=options,
                 last_try=attempt == tries,

@@ -27,6 +27,7 @@ from blobviewer.catalog.provenance import (
     read_preview,
 )
 from blobviewer.data_dir import blob_store
+from blobviewer.ingest.options import IngestOptions
 from blobviewer.ingest.sessions import ingest_session
 from blobviewer.migrations import __path__ as migrations_path
 from blobviewer.models import Blob, Item, Session
@@ -235,7 +236,7 @@ def test_a_rebuild_links_its_recreated_items_again(data_dir):
     ingest(session_id, records, version=0)
     maker = Blob.objects.get(id=blob_id).made_by
 
-    ingest(session_id, records, rebuild=True)  # deletes and re-creates the items
+    ingest(session_id, records, options=IngestOptions(rebuild=True))  # re-creates the items
 
     blob = Blob.objects.get(id=blob_id)
     assert blob.made_by is not None and blob.made_by.pk == maker.pk
