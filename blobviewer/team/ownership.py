@@ -8,7 +8,8 @@ take no uploads at all.
 
 A blob the store lacks may be sent by any token as long as no session references it
 yet (agents upload blobs before their log); once a session references it, only the
-owner of a session that references it may supply its content.
+owner of the session that referenced it first may supply its content (see
+docs/http-api.md#who-may-add-to-a-session).
 
 Both checks run inside the upload's transaction, before anything is stored.
 """
@@ -20,9 +21,10 @@ from collections.abc import Iterable
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import Min
 from django.utils import timezone
 
-from blobviewer.models import BlobRef, Session
+from blobviewer.models import BlobRef, Item, Session
 from core.store import BlobStore
 from core.store.blob_id import BlobId, blob_created_at
 
@@ -93,29 +95,41 @@ def check_blob_fills(
     blob_ids: Iterable[BlobId], *, user: AbstractBaseUser, store: BlobStore
 ) -> None:
     """Raise NotYours, naming the blob, if *user* sends the content of a blob that the
-    store lacks and that some session references, none of them the user's. Blobs the
-    store has are left out: it keeps its copy (blobs are immutable), so sending one again
-    fills nothing.
+    store lacks and that a session of someone else's referenced first. Blobs the store has
+    are left out: it keeps its copy (blobs are immutable), so sending one again fills
+    nothing.
 
-    Only sessions recorded before this upload count. A blob that another user's session
-    references stays refused even when this upload's own log references it too: else
-    anyone could write `[blob:<id>]` into a log of their own and fill in another user's
-    missing blob. A blob no session references yet stays open to every token (agents
-    send blobs before their log, or with it); whoever sends it first decides its content,
-    which is why an id's content is fixed once stored.
+    "First" is the referencing item the database recorded first (the smallest item pk:
+    given when an item is first recorded, kept when a rebuild derives it again, never
+    chosen by a client). So the owner whose run lacked the blob can still send it later,
+    and a user who mentions `[blob:<id>]` in a log of their own gains nothing by it,
+    whether in an earlier upload or in this one. A session owned by nobody counts as
+    someone else's. A blob no session references yet is open to every token (agents send
+    blobs before their log, or with it): this upload's own log is then its first
+    reference, and whoever sends it first decides its content, which is why an id's
+    content is fixed once stored.
     """
     fills = [blob_id for blob_id in blob_ids if not store.exists_sync(blob_id)]
     if not fills:
         return
-    referenced: dict[uuid.UUID, bool] = {}  # blob -> referenced by a session of the user's
-    for blob_id, owner_id in BlobRef.objects.filter(blob_id__in=fills).values_list(
-        "blob_id", "session__owner_id"
-    ):
-        referenced[blob_id] = referenced.get(blob_id, False) or owner_id == user.pk
-    refused = sorted(str(blob_id) for blob_id, mine in referenced.items() if not mine)
+    first_items = (
+        BlobRef.objects.filter(blob_id__in=fills)
+        .values("blob_id")
+        .annotate(first_item=Min("item_id"))
+        .values_list("blob_id", "first_item")
+    )
+    first_item_of = dict(first_items)
+    owner_of_item = dict(
+        Item.objects.filter(pk__in=first_item_of.values()).values_list("pk", "session__owner_id")
+    )
+    refused = sorted(
+        str(blob_id)
+        for blob_id, item_id in first_item_of.items()
+        if owner_of_item.get(item_id) != user.pk
+    )
     if refused:
         more = f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""
         raise NotYours(
             f"blob {refused[0]}{more}: missing from a session that is not yours; only the "
-            "owner of a session that references it may send it"
+            "owner of the session that referenced it first may send it"
         )

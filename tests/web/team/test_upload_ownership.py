@@ -456,7 +456,7 @@ def test_a_token_cannot_fill_in_another_users_missing_blob(
     response = post_with_blobs(client, bobs_log, bob_secret, forged)
 
     message = assert_refused(response, 403, starts=f"blob {alice_run.text_blob}: missing from")
-    assert "only the owner of a session that references it" in message
+    assert "only the owner of the session that referenced it first" in message
     assert (disk(data_dir), database()) == before
     assert Blob.objects.get(id=alice_run.text_blob).missing
 
@@ -477,6 +477,59 @@ def test_referencing_the_blob_in_ones_own_log_does_not_open_it(
     first = min(str(alice_run.json_blob), str(alice_run.text_blob))
     assert_refused(response, 403, starts=f"blob {first} (and 1 more): missing from")
     assert (disk(data_dir), database()) == before
+
+
+def test_a_session_made_to_mention_the_blob_gives_no_right_to_fill_it(
+    client, alice_secret, bob_secret, alice_run, data_dir, store
+):
+    # 1. Alice's run arrives without its JSON blob: the store lacks it.
+    alices_log = alice_run.path.read_bytes()
+    text_only = [blob for blob in blob_files(alice_run) if blob[0].endswith(".txt")]
+    first = post_with_blobs(client, alices_log, alice_secret, text_only)
+    assert (first.status_code, first.json()["missing_blobs"]) == (201, 1)
+    wanted = alice_run.json_blob
+    # 2. Bob records a run of his own whose one line mentions that blob...
+    bobs_log = log_bytes([header(title="bob's run"), user_item(1, f"see [blob:{wanted}]")])
+    assert post_log(client, bobs_log, bob_secret).status_code == 201
+    before = (disk(data_dir), database())
+
+    # 3. ...and sends the same log again with the blob's content of his choosing.
+    forged = [(f"{wanted}.json", b'{"content": "of bob\'s choosing"}')]
+    response = post_with_blobs(client, bobs_log, bob_secret, forged)
+
+    assert response.content.decode() == (
+        f"blob {wanted}: missing from a session that is not yours; only the owner of the "
+        "session that referenced it first may send it\n"
+    )
+    assert response.status_code == 403
+    assert not store.exists_sync(wanted)
+    assert (disk(data_dir), database()) == before
+    assert Blob.objects.get(id=wanted).missing
+    # Alice still sends it, with her own session's log, and the content is her agent's.
+    response = post_with_blobs(client, alices_log, alice_secret, blob_files(alice_run))
+    assert response.status_code == 201
+    assert (response.json()["new_blobs"], response.json()["missing_blobs"]) == (1, 0)
+    agent_store = FsBlobStore(alice_run.path.parent.parent / "blobs")
+    assert store.load_sync(wanted) == agent_store.load_sync(wanted)
+    assert not Blob.objects.get(id=wanted).missing
+
+
+def test_mentioning_a_blob_first_does_not_take_it_from_its_maker_after_a_rebuild(
+    client, alice_secret, bob_secret, alice_run, store
+):
+    # Which reference came first is the referencing item's pk, which a rebuild keeps.
+    alices_log = alice_run.path.read_bytes()
+    post_log(client, alices_log, alice_secret)
+    bobs_log = log_bytes([header(), user_item(1, f"see [blob:{alice_run.text_blob}]")])
+    post_log(client, bobs_log, bob_secret)
+    session = Session.objects.get(id=alice_run.id)
+    call_command("ingest", session.source_path, "--rebuild", stdout=StringIO())
+
+    forged = [(f"{alice_run.text_blob}.txt", b"forged\n")]
+    assert post_with_blobs(client, bobs_log, bob_secret, forged).status_code == 403
+    response = post_with_blobs(client, alices_log, alice_secret, blob_files(alice_run))
+    assert response.status_code == 201
+    assert store.load_sync(alice_run.text_blob).text != "forged\n"
 
 
 def test_the_owner_fills_in_their_missing_blobs(client, alice_secret, bob_secret, alice_run, store):
