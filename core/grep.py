@@ -64,7 +64,8 @@ class Pattern:
 
     def matches(self, line: bytes | memoryview) -> bool:
         """Whether the pattern matches somewhere in *line* (UTF-8, without its newline)."""
-        return self.line.Match(_UNANCHORED, line, 0, len(line))[0][0] >= 0
+        start: int = self.line.Match(_UNANCHORED, line, 0, len(line))[0][0]
+        return start >= 0
 
 
 def compile_pattern(pattern: str) -> Pattern:
@@ -267,6 +268,7 @@ def _run(state: _Search, blocks: Iterator[bytes]) -> bool:
     carry = b""  # the start of a line whose end has not been read yet
     pending: bytes | None = None  # bytes read past a long line, to be searched next
     while True:
+        block: bytes | None
         if pending is not None:
             block, pending = pending, None
         elif (block := next(blocks, None)) is None:

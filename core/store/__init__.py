@@ -15,6 +15,7 @@ import os
 from typing import Any
 
 from core.store.base import BlobKind, BlobReader, BlobStat, BlobStore
+from core.store.encoding import JSON_SUFFIX, TEXT_SUFFIX
 from core.store.errors import (
     BlobCorrupt,
     BlobIOError,
@@ -23,7 +24,7 @@ from core.store.errors import (
     IndexUnusable,
     InvalidBlobId,
 )
-from core.store.fs import JSON_SUFFIX, TEMP_PREFIX, TEXT_SUFFIX, FsBlobStore
+from core.store.fs import TEMP_PREFIX, FsBlobStore
 
 __all__ = [
     "JSON_SUFFIX",

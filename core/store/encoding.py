@@ -29,7 +29,8 @@ def encode_content(content: Content) -> tuple[bytes, BlobKind]:
     if isinstance(content, Text):
         return encode_text(content.text), "text"
     if isinstance(content, PromotedJson):  # already written, entry by entry
-        return content.data, "json"  # type: ignore[return-value]  # bytes or bytearray
+        # A bytearray as it was written, not copied (a blob's size): callers only read it.
+        return content.data, "json"  # type: ignore[return-value]  # bytearray is read as bytes
     if isinstance(content, Structured):
         try:
             return dumps_for_storage(content.value), "json"
@@ -64,7 +65,7 @@ def index_of_stored(content: Content, data: bytes, *, min_bytes: int) -> bytes |
     if isinstance(content, PromotedJson):
         return content.index
     is_text = isinstance(content, Text)
-    value: Any = None if is_text else content.value  # type: ignore[union-attr]
+    value: Any = content.value if isinstance(content, Structured) else None
     with contextlib.suppress(ValueError, TypeError, RecursionError, MemoryError):
         return index_for(data, value, is_text=is_text)
     return None

@@ -57,6 +57,7 @@ _NO_UNNAMED_FILES = frozenset({errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, err
 # A link through /proc refused (a sandbox, a file system that links no such file).
 _NO_LINKING = frozenset({errno.EPERM, errno.EACCES, errno.EXDEV, errno.EOPNOTSUPP})
 _SUFFIX_OF_KIND: dict[str, str] = {"text": TEXT_SUFFIX, "json": JSON_SUFFIX}
+_KINDS: tuple[BlobKind, BlobKind] = ("text", "json")  # in the order of _candidates' paths
 # An index's name becomes part of a path: a blob id, or a name as plain as one.
 _INDEX_NAME = re.compile(r"[0-9A-Za-z][0-9A-Za-z_-]*")
 
@@ -172,7 +173,7 @@ class FsBlobStore(AsyncTwins):
     def stat_sync(self, blob_id: BlobId | str) -> BlobStat:
         """The blob's kind and size in bytes."""
         blob_id = parse_blob_id(blob_id)
-        for kind, path in zip(("text", "json"), self._candidates(blob_id), strict=True):
+        for kind, path in zip(_KINDS, self._candidates(blob_id), strict=True):
             try:
                 status = path.stat()
             except FileNotFoundError:
@@ -191,7 +192,7 @@ class FsBlobStore(AsyncTwins):
     def open_sync(self, blob_id: BlobId | str) -> FileReader:
         """The blob's file, open for positioned reads (os.pread); the caller closes it."""
         blob_id = parse_blob_id(blob_id)
-        for kind, path in zip(("text", "json"), self._candidates(blob_id), strict=True):
+        for kind, path in zip(_KINDS, self._candidates(blob_id), strict=True):
             try:
                 reader = FileReader(path, kind)
             except FileNotFoundError:

@@ -13,13 +13,14 @@ read the blob as they would without an index, with the same results.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from core.content import Content, Structured
 from core.json_stream import PromotedJson
 from core.store.base import BlobReader
 from core.store.blob_id import BlobId, parse_blob_id
 from core.store.encoding import encode_content
+from core.store.errors import IndexUnusable
 from core.store.index.index_file import (
     INDEX_FOLDER,
     KIND_JSON,
@@ -27,7 +28,6 @@ from core.store.index.index_file import (
     KIND_TEXT,
     BytesReader,
     Header,
-    IndexUnusable,
     index_path,
     pack_index,
     read_header,
@@ -134,7 +134,7 @@ def open_index(
 
 def _open_kept(
     store: BlobStore, name: str, blob: BlobReader, kind: int
-) -> tuple[BlobReader, Header] | bool | None:
+) -> tuple[BlobReader, Header] | Literal[False] | None:
     """The store's index of the blob, open, and its header, when it describes the blob as
     it is; False when it says the blob cannot be indexed; None when it is missing, stale
     or damaged."""

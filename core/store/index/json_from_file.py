@@ -10,6 +10,7 @@ import json
 import re
 import zlib
 from array import array
+from json.scanner import make_scanner
 from typing import Any, overload
 
 import orjson
@@ -71,12 +72,10 @@ class _ReaderFile:
 
 # Numbers are read in C; only a text that may hold an out-of-range one (an exponent of three
 # digits or more) is read with the check, number by number, that parse_json makes.
-_SCAN = json.scanner.make_scanner(  # type: ignore[attr-defined]
-    json.JSONDecoder(parse_constant=reject_constant)
-)
-_CHECKED_SCAN = json.scanner.make_scanner(  # type: ignore[attr-defined]
-    json.JSONDecoder(parse_constant=reject_constant, parse_float=finite_float)
-)
+_DECODER = json.JSONDecoder(parse_constant=reject_constant)
+_CHECKING_DECODER = json.JSONDecoder(parse_constant=reject_constant, parse_float=finite_float)
+_SCAN = make_scanner(_DECODER)  # type: ignore[arg-type]  # typeshed: takes a make_scanner
+_CHECKED_SCAN = make_scanner(_CHECKING_DECODER)  # type: ignore[arg-type]  # it takes a decoder
 _BIG_EXPONENT = re.compile(r"[0-9][eE][+-]?[0-9]{3}")
 _CHUNK = 1 << 20
 _CUT_TOKEN = 16  # longer than any token the scanner gives up on when it is cut short
@@ -178,10 +177,10 @@ class _FromFile:
         children: list[tuple[int, int]] = []
         first = window.char(0)
         if first == "[":
-            end, table = self.array(0)
+            end, table = self.scan_array(0)
             root = ARRAY
         elif first == "{":
-            end, table = self.object(0, children)
+            end, table = self.scan_object(0, children)
             root = OBJECT
         else:
             value, end = window.value(0)
@@ -208,7 +207,7 @@ class _FromFile:
                 text = opening + text[1:-1] + closing
             self.raw = written == text
 
-    def array(self, at: int) -> tuple[int, int]:
+    def scan_array(self, at: int) -> tuple[int, int]:
         """The table of the array at character *at*; returns (its end, its table)."""
         window = self.window
         start = window.byte(at)
@@ -237,7 +236,7 @@ class _FromFile:
             at -= dropped
             batch_at -= dropped
 
-    def object(self, at: int, children: list[tuple[int, int]] | None) -> tuple[int, int]:
+    def scan_object(self, at: int, children: list[tuple[int, int]] | None) -> tuple[int, int]:
         """The table of the object at *at*; with *children*, big values get their own."""
         window = self.window
         start = window.byte(at)
@@ -273,9 +272,9 @@ class _FromFile:
                 batch = []
                 self.check_raw(key, key_char, at - 1)
                 if opening == "[":
-                    end, table = self.array(at)
+                    end, table = self.scan_array(at)
                 else:
-                    end, table = self.object(at, None)
+                    end, table = self.scan_object(at, None)
                 kind = ARRAY if opening == "[" else OBJECT
                 count = TABLE.unpack_from(self.layout.parts[-1])[2]
                 assert children is not None

@@ -35,7 +35,7 @@ import json
 import operator
 import zlib
 from array import array
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import orjson
@@ -104,7 +104,7 @@ def json_index_from_value(value: Any, data: bytes) -> bytes | None:
 
 
 class _FromValue:
-    def __init__(self, data: bytes, dumps: Callable[[Any], bytes], width: int) -> None:
+    def __init__(self, data: bytes | bytearray, dumps: Callable[[Any], bytes], width: int) -> None:
         self.data = data
         self.dumps = dumps
         self.layout = TableLayout(width, [])
@@ -231,7 +231,7 @@ _KIND_OF_TYPE = {
 }
 
 
-def _kinds_and_counts(values: tuple[Any, ...]) -> list[int]:
+def _kinds_and_counts(values: Sequence[Any]) -> list[int]:
     """`count << 3 | kind` of each value (see kind_count), computed in C for the types
     the store writes; length_hint is len() for a string or container and 0 for the rest."""
     kinds = list(map(_KIND_OF_TYPE.get, map(type, values)))
@@ -354,7 +354,7 @@ class JsonWriter:
         """The table of a big top-level value (one level down), checked against its bytes."""
         if self.layout is None:
             return
-        builder = _FromValue(self.data, orjson.dumps, 4)  # type: ignore[arg-type]
+        builder = _FromValue(self.data, orjson.dumps, 4)
         builder.layout = self.layout
         try:
             if isinstance(value, list):

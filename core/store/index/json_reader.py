@@ -36,7 +36,7 @@ class Table(NamedTuple):  # a NamedTuple: made by the thousand while a page is r
 
     at: int
     kind: int  # ARRAY or OBJECT
-    count: int
+    count: int  # type: ignore[assignment]  # the entries; hides tuple.count, never called
     start: int  # the blob offset of its "[" or "{"
     end: int  # just past its "]" or "}"
 
@@ -46,7 +46,7 @@ class Node(NamedTuple):
     kinds and for a top-level scalar) and span; *table* when its parts are indexed."""
 
     kind: str
-    count: int
+    count: int  # type: ignore[assignment]  # entries, keys, characters; hides tuple.count
     start: int
     end: int
     table: Table | None = None

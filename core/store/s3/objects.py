@@ -324,7 +324,8 @@ class S3Objects:
         if content_type:
             params["ContentType"] = content_type
         try:
-            return self.client.put_object(**params).get("ETag", "")
+            etag: str = self.client.put_object(**params).get("ETag", "")
+            return etag
         except Boto.errors as error:
             if (if_none_match or if_match) and answered(error, PRECONDITION | CONFLICT):
                 return None
@@ -370,7 +371,7 @@ class S3Objects:
             if if_match:
                 complete["IfMatch"] = if_match
             try:
-                etag = self.client.complete_multipart_upload(**complete).get("ETag", "")
+                etag: str = self.client.complete_multipart_upload(**complete).get("ETag", "")
             except Boto.errors as error:
                 if (if_none_match or if_match) and answered(error, PRECONDITION | CONFLICT):
                     return None

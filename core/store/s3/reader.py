@@ -155,7 +155,8 @@ class S3Reader:
         response = self._request(start, end)
         try:
             with contextlib.closing(response["Body"]) as body:
-                return body.read()
+                data: bytes = body.read()
+                return data
         except Boto.errors as error:
             raise io_error(f"cannot read {self._where()}", error) from None
         except OSError as error:
@@ -170,7 +171,8 @@ class S3Reader:
         if self.etag:
             params["IfMatch"] = self.etag
         try:
-            return self._objects.client.get_object(**params)
+            response: dict[str, Any] = self._objects.client.get_object(**params)
+            return response
         except Boto.errors as error:
             if self.is_index and answered(error, PRECONDITION | NOT_FOUND | BAD_RANGE):
                 raise IndexUnusable(f"{self._where()} changed while it was read") from None
