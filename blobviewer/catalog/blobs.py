@@ -302,6 +302,3 @@ def catalogued_blob(blob_id: uuid.UUID, *, store: BlobStore) -> Blob | None:
         return row
     return refresh_blob(blob_id, store=store, row=row)
 
-
-# Transitional: the ingest room still imports this under its old name.
-index_blobs = catalog_blobs

@@ -200,7 +200,7 @@ def index_session(
 def _index_session(
     session_id: uuid.UUID, *, store: BlobStore, changed_items: Iterable[Item]
 ) -> None:
-    # Locked: two ingests of one session at once (ingest --jobs, an upload) index it one
+    # Locked: two ingests of one session at once (two ingest commands, an upload) index it one
     # after the other, the second finding done what the first did (no chunk twice).
     session = Session.objects.select_for_update().filter(pk=session_id).only("pk", "title").first()
     if session is None:

@@ -317,12 +317,12 @@ def test_an_ingest_overtaken_by_a_prune_does_not_bring_the_session_back(
     log = Path(session.source_path)
     with log.open("a", encoding="utf-8") as file:
         file.write(json.dumps(tool_result_item(2, "x" * 5000)) + "\n")  # promoted on the way
-    index_blobs = ingest_module.catalog_blobs
+    catalog_blobs = ingest_module.catalog_blobs
 
     def prune_meanwhile(*args: Any, **kwargs: Any) -> Any:
         # The ingest has checked for a tombstone and stored its blob; prune runs now.
         prune(older_than=NINETY_DAYS)
-        return index_blobs(*args, **kwargs)
+        return catalog_blobs(*args, **kwargs)
 
     monkeypatch.setattr(ingest_module, "catalog_blobs", prune_meanwhile)
     blobs_before = set(store.ids_sync())

@@ -452,7 +452,7 @@ def test_a_blob_row_that_blobs_index_inserted_meanwhile_is_kept_and_gets_its_mak
     transaction, as an upload runs it) and the row gets its maker."""
     from django.db import transaction
 
-    from blobviewer.catalog.store_scan import catalog_store as index_store
+    from blobviewer.catalog.store_scan import catalog_store
 
     monkeypatch.setattr(ingest_module, "index_session", lambda *args, **kwargs: None)
     real_index_blobs = ingest_module.catalog_blobs
@@ -460,7 +460,7 @@ def test_a_blob_row_that_blobs_index_inserted_meanwhile_is_kept_and_gets_its_mak
 
     def indexed_first(blob_ids: Any, **kwargs: Any) -> Any:
         tries.append(1)
-        index_store(store)  # what the other process commits first
+        catalog_store(store)  # what the other process commits first
         return real_index_blobs(blob_ids, **kwargs)
 
     monkeypatch.setattr(ingest_module, "catalog_blobs", indexed_first)
