@@ -1,4 +1,4 @@
-"""`grep:` — an RE2 pattern matched per line over a text streamed in blocks (SPEC 2.7).
+"""`grep:` — an RE2 pattern matched per line over a text streamed in blocks (docs/selectors.md).
 
 RE2 runs in time linear in the text whatever the pattern, so no pattern can hang a caller
 and no time limit is needed. A search reads the text a block at a time (a blob, read from its
@@ -6,7 +6,7 @@ store, or the UTF-8 of a string a chunk at a time), holds at most a block and on
 LINE_CAP bytes, and stops as soon as a page of hits is found. Its result says which lines
 it searched (`first`..`last`), so a caller can go on after `last`.
 
-Lines follow the line model (SPEC 2.1, core.lines): split on "\\n", one trailing "\\r"
+Lines follow the line model (docs/promotion.md, core.lines): split on "\\n", one trailing "\\r"
 removed, no empty line after a final "\\n". A line longer than LINE_CAP bytes is matched on
 its first LINE_CAP bytes only (cut on a character boundary), and the result counts it.
 

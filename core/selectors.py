@@ -252,7 +252,7 @@ def _parsed_step(name: str, argument: str | _Quoted) -> Step:
     if not argument:
         raise SelectorError("grep: expects a regex, e.g. grep:error|warning")
     try:
-        # RE2 syntax (SPEC 2.7): linear time, so no pattern can hang a caller.
+        # RE2 syntax (docs/selectors.md): linear time, so no pattern can hang a caller.
         return Grep(argument, compile_pattern(argument))
     except PatternError as error:
         raise SelectorError(f"grep: invalid regex {_shown(argument)}: {error}") from None

@@ -1,5 +1,5 @@
 """Where blobs live: the BlobStore contract, its stores, blob ids and errors, and the
-indexes a store keeps of its blobs (core.store.index, SPEC 2.6).
+indexes a store keeps of its blobs (core.store.index, docs/store.md).
 
 - core.store.base: the BlobStore protocol (and BlobReader, BlobStat): reads by range, not path.
 - core.store.fs: FsBlobStore, a flat directory of immutable blob files.

@@ -3,7 +3,7 @@ which kind of store it has (a folder, an object store).
 
 Readers never get a path: they ask the store for a blob's kind and size (:meth:`stat_sync`),
 for positioned reads of it (:meth:`open_sync`, a :class:`BlobReader`), and for the
-store's indexes of its blobs by name (SPEC 2.6: `.index/<id>.idx`), which readers of
+store's indexes of its blobs by name (docs/store.md: `.index/<id>.idx`), which readers of
 core.store.index use and rebuild.
 """
 
@@ -117,7 +117,7 @@ class BlobStore(Protocol):
         """Remove a blob (and its index); nothing happens when it is already gone."""
         ...
 
-    # -- the store's indexes of its blobs, by name (`<id>`; SPEC 2.6) ------------------
+    # -- the store's indexes of its blobs, by name (`<id>`; docs/store.md) -------------
 
     def index_reader_sync(self, name: str) -> BlobReader | None:
         """The index *name*, open for reading; None when there is none."""

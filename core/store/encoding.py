@@ -1,5 +1,5 @@
 """How every store keeps a blob as bytes, so that a blob reads the same from any of them:
-a Text as UTF-8 (lone surrogates kept), a Structured value as compact JSON (SPEC 2.6).
+a Text as UTF-8 (lone surrogates kept), a Structured value as compact JSON (docs/store.md).
 
 `<id>.txt` holds a text, `<id>.json` a JSON value, as a file (core.store.fs) or as an
 object (core.store.s3); :func:`encode_content` makes the bytes, :func:`decode_content`

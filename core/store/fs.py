@@ -213,7 +213,7 @@ class FsBlobStore(AsyncTwins):
         if errors := [error for error in failed if error]:
             raise BlobIOError(f"cannot delete blob {blob_id}: {errors[0]}")
 
-    # -- indexes: `.index/<name>.idx` (SPEC 2.6) -------------------------------------------
+    # -- indexes: `.index/<name>.idx` (docs/store.md) ---------------------------------------
 
     def index_reader_sync(self, name: str) -> FileReader | None:
         """The index *name*, open for reading; None when it is missing or unreadable."""

@@ -1,5 +1,5 @@
-"""Big JSON without a gigabyte (SPEC 2.3, 2.4, 2.6): a big JSON output is promoted entry by
-entry (core.json_stream) into exactly the bytes, value and summary the whole-value path
+"""Big JSON without a gigabyte (docs/promotion.md, docs/store.md): a big JSON output is promoted
+entry by entry (core.json_stream) into exactly the bytes, value and summary the whole-value path
 gives; integers beyond 64 bits stay exact on every path; parse_json needs no Python-regex
 pre-scan; promotion's peak memory stays within twice the output."""
 

@@ -1,6 +1,6 @@
 """A big JSON output's index is made while it is promoted (core.json_stream writes each
 entry once, core.store.index.json_index.JsonWriter records its span) and kept by the store
-as the blob is stored (SPEC 2.6): it is the index a reader would make from the file, and
+as the blob is stored (docs/store.md): it is the index a reader would make from the file, and
 deep reads use it without making it again."""
 
 from __future__ import annotations
@@ -190,7 +190,7 @@ MEMORY_SCRIPT = textwrap.dedent(
     store = FsBlobStore(sys.argv[2])
     # A small promotion first: what promotion imports on its first use is no growth.
     admit_sync(promote(orjson.dumps({f"k{n}": n for n in range(200)}).decode()), store)
-    # About 95 MB, the size the goal is set for (issue 9: peak at most 2x a 100 MB input):
+    # About 95 MB, the size the goal is set for (the goal: a peak of at most 2x a 100 MB input):
     # promotion's tables cost a fixed 10-15 MB besides, which a small input would magnify.
     output = orjson.dumps(
         {f"k{n:07d}": {"id": n, "name": f"item {n}", "tags": ["a", "b"], "score": n / 8}

@@ -1,4 +1,4 @@
-"""Blob ids (SPEC 2.5): UUID v7 whose timestamp is the creation time; only UUIDs are ids."""
+"""Blob ids (docs/store.md): UUID v7 whose timestamp is the creation time; only UUIDs are ids."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""FsBlobStore (SPEC 2.5, 2.6): a flat directory of `<id>.txt` / `<id>.json` files, written
+"""FsBlobStore (docs/store.md): a flat directory of `<id>.txt` / `<id>.json` files, written
 atomically, validated before the disk is touched, with errors derived from BlobStoreError.
 
 What every store does (round trips, ids, no-clobber, concurrent writers, errors) is tested

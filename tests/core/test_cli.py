@@ -1,4 +1,4 @@
-"""`python -m core` (SPEC 2.11): `store` prints what would enter the history, `inspect` what
+"""`python -m core` (docs/agents.md): `store` prints what would enter the history, `inspect` what
 the tool returns; errors are one line on stderr with exit status 2 and no traceback."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Content and ToolOutput (SPEC 2.2): sizes are UTF-8 bytes; lone surrogates are kept."""
+"""Content and ToolOutput (docs/promotion.md): sizes are UTF-8 bytes; lone surrogates are kept."""
 
 from __future__ import annotations
 

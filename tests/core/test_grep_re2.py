@@ -1,4 +1,4 @@
-"""grep: in RE2, streamed in blocks and bounded (SPEC 2.7, 2.8): per-line results equal to
+"""grep: in RE2, streamed in blocks and bounded (docs/selectors.md): per-line results equal to
 Python's re for patterns both accept, whatever the block edges; a page of matches with the
 header `<n> matches in lines <A>-<B> of <N>` and an exact continuation; a line cap; one-line
 errors for patterns RE2 refuses; bounded memory on a 200 MB single-line blob."""

@@ -1,5 +1,5 @@
-"""The inspect tool (SPEC 2.8): a header line, the selected content, an 8,000-byte cap whose
-trailer names the selector that reads on, and one-line InspectErrors for every bad input."""
+"""The inspect tool (docs/selectors.md): a header line, the selected content, an 8,000-byte cap
+whose trailer names the selector that reads on, and one-line InspectErrors for every bad input."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""`keys:A..B` (SPEC 2.7): an object's key lines A..B, paged as `slice:` pages an array; the
-object overview goes on with it; it chains and is a step of its own after `|`."""
+"""`keys:A..B` (docs/selectors.md): an object's key lines A..B, paged as `slice:` pages an array;
+the object overview goes on with it; it chains and is a step of its own after `|`."""
 
 from __future__ import annotations
 

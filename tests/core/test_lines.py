@@ -1,4 +1,5 @@
-"""The line model (SPEC 2.1): split on "\\n", one trailing "\\r" dropped, no empty last line."""
+"""The line model (docs/promotion.md): split on "\\n", one trailing "\\r" dropped, no empty last
+line."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Promotion (SPEC 2.3): outputs over 800 UTF-8 bytes are Stored; JSON arrays and objects
+"""Promotion (docs/promotion.md): outputs over 800 UTF-8 bytes are Stored; JSON arrays and objects
 become Structured; a tool may hand over a Stored output itself and it is summarized alike."""
 
 from __future__ import annotations

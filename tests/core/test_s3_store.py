@@ -1,7 +1,7 @@
-"""What only the S3 store has (issue 14), on a real SeaweedFS: its objects and keys, the
-server's conditional writes, reads by HTTP Range, S3Objects for session logs, its URL,
-its errors, boto3 loaded only for it, and the CLI's --store. (The contract every store
-keeps is in test_store_contract.py.)"""
+"""What only the S3 store has (docs/object-storage.md), on a real SeaweedFS: its objects and keys,
+the server's conditional writes, reads by HTTP Range, S3Objects for session logs, its URL, its
+errors, boto3 loaded only for it, and the CLI's --store. (The contract every store keeps is in
+test_store_contract.py.)"""
 
 from __future__ import annotations
 

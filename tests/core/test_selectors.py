@@ -1,5 +1,5 @@
-"""Selectors (SPEC 2.7): one parser and one evaluator; every malformed or misapplied selector
-is a one-line SelectorError that says what was expected, and nothing else ever escapes."""
+"""Selectors (docs/selectors.md): one parser and one evaluator; every malformed or misapplied
+selector is a one-line SelectorError that says what was expected, and nothing else ever escapes."""
 
 from __future__ import annotations
 

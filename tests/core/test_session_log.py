@@ -1,4 +1,5 @@
-"""Session logs (SPEC 2.10): one JSON Lines file per session, tolerant of a torn last line."""
+"""Session logs (docs/session-log.md): one JSON Lines file per session, tolerant of a torn last
+line."""
 
 from __future__ import annotations
 

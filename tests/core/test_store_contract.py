@@ -1,4 +1,4 @@
-"""The BlobStore contract (SPEC 2.5, 2.6; core.store.base), run on every store through one
+"""The BlobStore contract (docs/store.md; core.store.base), run on every store through one
 parametrised fixture, ``any_store``: a folder (FsBlobStore) and SeaweedFS (S3BlobStore).
 
 What only the file store has (paths, temporary files, crashes mid-write) is tested in

@@ -154,7 +154,7 @@ def test_an_index_is_kept_read_replaced_and_discarded_by_name(store: FsBlobStore
     assert store.index_reader_sync(name) is None
     assert store.index_writable_sync()
     assert store.index_put_sync(name, b"first index")
-    assert index_path(store.root, name).read_bytes() == b"first index"  # SPEC 2.6
+    assert index_path(store.root, name).read_bytes() == b"first index"  # docs/store.md
     with store.index_reader_sync(name) as index:  # type: ignore[union-attr]
         assert (index.size, index.read(0, 100)) == (11, b"first index")
     assert store.index_put_sync(name, b"second")

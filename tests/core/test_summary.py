@@ -1,4 +1,5 @@
-"""Summaries (SPEC 2.4): byte-exact text, array, object and scalar summaries under 400 bytes.
+"""Summaries (docs/promotion.md): byte-exact text, array, object and scalar summaries under 400
+bytes.
 
 The width rule is checked against a small reference model written here from the spec:
 shown lines are cut to one common width w, the largest that makes the summary fit; a cut

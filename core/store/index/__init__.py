@@ -1,4 +1,4 @@
-"""Indexes of stored blobs, written once and used by every reader (SPEC 2.6).
+"""Indexes of stored blobs, written once and used by every reader (docs/store.md).
 
 A blob's index lives in its store's hidden folder `.index/` as `<blob id>.idx` (in an
 object store, under `<prefix>/.index/`), read and written through the store's index_*

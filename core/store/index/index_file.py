@@ -1,6 +1,6 @@
 """Index files: where a blob's index lives, its header, and how it is written and read.
 
-A store keeps the indexes of its blobs in the hidden folder `.index/` (SPEC 2.6), one file
+A store keeps the indexes of its blobs in the hidden folder `.index/` (docs/store.md), one file
 per blob, `<blob id>.idx`. An index file starts with a fixed header that names the blob's
 byte length, the format version and the kind of index; a reader that finds a missing,
 short, stale (another length) or foreign file treats it as absent. Indexes are caches:
