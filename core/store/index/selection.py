@@ -36,7 +36,10 @@ from core.selectors import (
     grep_blocks,
     missing_key,
 )
-from core.store.errors import IndexUnusable
+from core.store.base import BlobStore
+from core.store.blob_id import BlobId
+from core.store.errors import BlobCorrupt, BlobIOError, BlobStoreError, IndexUnusable
+from core.store.index import index_in_memory, open_index
 from core.store.index.json_reader import JsonIndex, Node
 from core.store.index.text_index import TextIndex
 
@@ -176,10 +179,50 @@ def _refuse(step: Step, view: View, reached: str) -> NoReturn:
     raise IndexUnusable(f"{step} was expected to misfit {type(view).__name__}")
 
 
-def materialize(index: JsonIndex, state: Reached) -> View:
+def selected_view(
+    store: BlobStore,
+    blob_id: BlobId | str,
+    selector: Selector,
+    *,
+    grep_page: Page = DEFAULT_GREP_PAGE,
+) -> View:
+    """The view core.selectors.evaluate gives for *selector* on the stored blob, read
+    through the blob's index: the one its store keeps (only what the selector reaches is
+    read), else one built in memory once the blob is loaded. For callers that page a view
+    themselves, like the web viewer. A range of a text's lines (a selector of `lines:` steps
+    only) raises NotIndexed: the caller reads those lines through the text index.
+
+    Raises SelectorError as evaluate would; the store's errors (BlobCorrupt for a text that
+    is not UTF-8, BlobIOError for a read that fails)."""
+    index: TextIndex | JsonIndex | None = None
+    try:
+        index = open_index(store, blob_id, min_bytes=store.index_min_bytes)
+        if index is not None:
+            with index:
+                return materialize(index, select(index, selector, grep_page=grep_page))
+    except IndexUnusable:
+        pass  # stale or damaged after all: the loaded blob has the answer
+    except UnicodeDecodeError as error:
+        if isinstance(index, TextIndex):
+            raise BlobCorrupt(f"blob {blob_id} is not UTF-8: {error.reason}") from None
+        # a damaged JSON blob: loading it names the damage
+    except OSError as error:
+        if isinstance(error, BlobStoreError):
+            raise
+        raise BlobIOError(f"cannot read blob {blob_id}: {error.strerror}") from None
+    with index_in_memory(store.load_sync(blob_id)) as loaded:
+        return materialize(loaded, select(loaded, selector, grep_page=grep_page))
+
+
+def materialize(index: TextIndex | JsonIndex, state: Reached) -> View:
     """The view core.selectors.evaluate gives for the same selector, read from the spans
     that *state* names (for callers that page a view themselves, like the web viewer).
     A text range is left to the caller, who reads its lines through the index."""
+    if isinstance(state, TextLines):
+        raise NotIndexed("a range of lines is read through the text index")
+    if not isinstance(state, Whole | Entries | KeyRange):
+        return state
+    assert isinstance(index, JsonIndex)
     if isinstance(state, Whole):
         return ValueView(index.value(state.node))
     if isinstance(state, Entries):
@@ -187,10 +230,6 @@ def materialize(index: JsonIndex, state: Reached) -> View:
         spans = index.spans(state.node.table, state.start, state.stop)
         values = [index.value(Node("", 0, start, end)) for start, end in spans]
         return ValueView(values, state.start, state.total)
-    if isinstance(state, KeyRange):
-        assert state.node.table is not None
-        names = index.key_names(state.node.table, state.start, state.stop)
-        return KeysView([(name, node.shape) for name, node in names], state.start, state.total)
-    if isinstance(state, TextLines):
-        raise NotIndexed("a range of lines is read through the text index")
-    return state
+    assert state.node.table is not None  # a KeyRange
+    names = index.key_names(state.node.table, state.start, state.stop)
+    return KeysView([(name, node.shape) for name, node in names], state.start, state.total)
