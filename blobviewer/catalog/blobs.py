@@ -172,7 +172,7 @@ def stored_blob_facts(blob_id: uuid.UUID, content: Content, *, store: BlobStore)
         kind=content_kind(content),
         size=len(data),
         # A text's lines as its index counts them; an array's entries, an object's keys.
-        count=count_lines(content.text) if kind == "text" else len(value),
+        count=count_lines(content.text) if isinstance(content, Text) else len(value),
         created_at=blob_created_at(blob_id),
         missing=False,
         error="",
@@ -204,6 +204,9 @@ def _read_kind_and_count(row: Blob, blob: BlobReader, *, store: BlobStore, rende
         return
     content = store.load_sync(row.id)
     row.kind = content_kind(content)
+    if isinstance(content, Text):
+        row.count = count_lines(content.text)
+        return
     value = content.value
     row.count = len(value) if isinstance(value, list | dict) else None
     if render and blob.size >= RENDER_JSON_FROM_BYTES:
