@@ -1,6 +1,6 @@
 """How big a session page is, and how its units are cut into pages.
 
-A page holds STEPS_PER_PAGE rows. A row is a step, a message, or one text of a turn (a
+A page holds STEPS_PER_PAGE rows: a row is a step, a message, or one text of a turn (a
 turn shows up to TURN_TEXTS_SHOWN of its texts); a turn's header takes no row of its own.
 Every part of a row is cut to a known size: a step's arguments to ARGS_BYTES, its output
 and any text to PREVIEW_BYTES (blobviewer.timeline.previews), its tool name to NAME_CHARS,
