@@ -2,7 +2,9 @@
 promotion as a live Worker's would have, so an output over the threshold is stored as a
 blob and its item keeps the summary (docs/promotion.md). Only new items are promoted, so
 ingesting a recording again stores nothing twice; a rebuild keeps the blob an output had
-when it is still what promotion would store."""
+when it is still what promotion would store. Each blob's id goes into the ingest's journal
+before the blob is written (blobviewer.ingest.journal), so that the blobs of an ingest
+killed before its transaction committed are found and removed."""
 
 from __future__ import annotations
 
@@ -10,17 +12,20 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from blobviewer.catalog.blobs import BlobFacts, stored_blob_facts
+from django.db import transaction
+
+from blobviewer.catalog.blobs import BlobFacts, discard_derived, stored_blob_facts
 from blobviewer.ingest.errors import IngestError
+from blobviewer.ingest.journal import IngestJournal
 from blobviewer.ingest.rows import PendingItem, promoted_blob_id
 from blobviewer.models import Blob
 from core.agent.policy import Policy
 from core.content import Content, Stored, Text, encode_text, utf8_size
 from core.json_values import dumps_for_storage
-from core.promotion import admit_sync, promote
+from core.promotion import promote
 from core.store import BlobStore
-from core.store.blob_id import BLOB_REF
-from core.store.errors import BlobStoreError
+from core.store.blob_id import BLOB_REF, new_blob_id
+from core.store.errors import BlobIOError, BlobStoreError
 from core.summary import summarize
 
 
@@ -28,7 +33,8 @@ class Promotions:
     """The outputs one ingest of a session promotes into *store* under *policy*, and what
     that did: the blobs it wrote (to discard should the ingest fail), the rows of those
     made from the content in hand (see stored_blob_facts), and the old blobs a rebuild
-    kept."""
+    kept. Its journal lists the blobs written until committed() or discard() says what
+    became of them."""
 
     def __init__(self, store: BlobStore, policy: Policy, source_path: str) -> None:
         self.store = store
@@ -37,6 +43,7 @@ class Promotions:
         self.written: list[uuid.UUID] = []
         self.stored: dict[uuid.UUID, Blob] = {}
         self.reused: list[uuid.UUID] = []
+        self.journal = IngestJournal()
 
     def promoted(
         self, record: Mapping[str, Any], *, reuse: uuid.UUID | None = None
@@ -61,7 +68,7 @@ class Promotions:
             return {**record, "output": summary, "received_bytes": utf8_size(output)}
         try:
             text, blob_id = self._store(promoted)
-        except BlobStoreError as error:
+        except (BlobStoreError, OSError) as error:  # the journal's OSError too
             # The store's own message may name its folder: that is for the operator only.
             raise IngestError(
                 self.source_path,
@@ -72,20 +79,37 @@ class Promotions:
         return {**record, "output": text, "received_bytes": utf8_size(output)}
 
     def _store(self, promoted: Stored) -> tuple[str, uuid.UUID]:
-        """Store *promoted*; its summary and blob id. Raises BlobStoreError."""
-        admitted = admit_sync(promoted, self.store, self.policy)
-        assert admitted.blob_id is not None  # a Stored output is always stored
-        self.written.append(admitted.blob_id)
-        row = stored_blob_facts(admitted.blob_id, promoted.content, store=self.store)
+        """Store *promoted* under a new id, journaled first (so no blob of this ingest is
+        ever unjournaled); its summary and blob id. Raises BlobStoreError or OSError."""
+        blob_id = new_blob_id()
+        self.journal.record(blob_id)
+        self.written.append(blob_id)  # before the write: one that fails is discarded too
+        if not self.store.put_sync(blob_id, promoted.content):
+            raise BlobIOError(f"cannot write blob {blob_id}: its new id is taken")
+        row = stored_blob_facts(blob_id, promoted.content, store=self.store)
         if row is not None:
-            self.stored[admitted.blob_id] = row
-        return admitted.text, admitted.blob_id
+            self.stored[blob_id] = row
+        return summarize(blob_id, promoted.content, self.policy), blob_id
+
+    def committed(self) -> None:
+        """The transaction that references the blobs written has committed, or will with
+        the caller's (an upload's): the journal goes then. Should the caller's transaction
+        roll back instead, the journal is left for blobviewer.ingest.journal to settle."""
+        transaction.on_commit(self.journal.remove)
 
     def discard(self) -> None:
-        """Delete the blobs written, files and rows (the ingest failed)."""
-        for blob_id in self.written:
-            self.store.discard_sync(blob_id)
-        Blob.objects.filter(id__in=self.written).delete()
+        """Delete the blobs written, files, renderings and rows (the ingest failed), then
+        the journal; should that fail, the journal is left to settle what remains."""
+        try:
+            for blob_id in self.written:
+                self.store.discard_sync(blob_id)
+                if blob_id not in self.stored:  # a big JSON blob may have a rendering
+                    discard_derived(blob_id)
+            Blob.objects.filter(id__in=self.written).delete()
+        except BaseException:
+            self.journal.close()
+            raise
+        self.journal.remove()
 
 
 def size_promoted(

@@ -179,7 +179,9 @@ def ingest_session(
 
     Files are written and read (promotion, blob facts) before the transaction, so the
     database is not held locked meanwhile; if anything fails, the blobs this call stored
-    are discarded again, so a failed ingest leaves nothing behind.
+    are discarded again, so a failed ingest leaves nothing behind. Their ids are journaled
+    until the transaction commits, so that a killed ingest's are found and removed later
+    (blobviewer.ingest.journal).
 
     A session deleted by `manage.py prune` raises SessionPruned and nothing is written;
     with the options' force its tombstone goes (with the transaction) and it is ingested
@@ -266,6 +268,7 @@ def _ingest_once(
             message = f"the database refused it ({error}); nothing was recorded"
             raise IngestError(source.path, None, message) from None
         raise
+    promotions.committed()
     # After the transaction, so blob files are not read with the database locked; what a
     # failure here leaves unindexed, the next ingest of the session indexes.
     changed = [item.as_model() for item in write.rederived]

@@ -5,11 +5,12 @@
     manage.py blobs copy --from DIR --to s3://bucket/prefix [--jobs N] [--progress-every N]
 
 `gc` removes the temporary files that writers killed mid-write left behind (see
-blobviewer.catalog.leftovers) and, on an object store, aborts multipart uploads they left; the
-production server runs it once at start. `index` adds Blob rows for blobs that agents or
-the CLI wrote straight into the store (page requests never do). `copy` moves a data
-folder's blobs, indexes, renderings and session logs into an object store
-(blobviewer.catalog.store_copy).
+blobviewer.catalog.leftovers), the blobs that killed ingests wrote and no row references
+(their journals: blobviewer.ingest.journal) and, on an object store, aborts multipart
+uploads killed writers left; the production server runs it once at start. `index` adds
+Blob rows for blobs that agents or the CLI wrote straight into the store (page requests
+never do). `copy` moves a data folder's blobs, indexes, renderings and session logs into
+an object store (blobviewer.catalog.store_copy).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from blobviewer.catalog.leftovers import (
 from blobviewer.catalog.store_copy import DEFAULT_JOBS, CopyError, PartReport, copy_data
 from blobviewer.catalog.store_scan import catalog_store
 from blobviewer.data_dir import blob_store, blobs_url, data_dir, store_location
+from blobviewer.ingest.journal import settle_journals
 from blobviewer.search.indexing import index_pending_blobs
 from core.store import BlobStoreError
 
@@ -59,8 +61,9 @@ def _bytes(size: int) -> str:
 class Command(BaseCommand):
     help = (
         "Look after the site's blob store. `gc` removes temporary files that crashed "
-        "writers left behind (older than --older-than, 1h by default) and, on an object "
-        "store, aborts their multipart uploads; `index` adds the blobs that agents or the "
+        "writers left behind (older than --older-than, 1h by default), the blobs that "
+        "killed ingests wrote and no session references and, on an object store, aborts "
+        "killed writers' multipart uploads; `index` adds the blobs that agents or the "
         "CLI wrote straight into the store to the blob list (idempotent); `copy` copies a "
         "data folder's blobs, indexes and session logs into an object store (resumable)."
     )
@@ -69,8 +72,9 @@ class Command(BaseCommand):
         actions = parser.add_subparsers(dest="action", required=True, metavar="{gc,index,copy}")
         gc = actions.add_parser(
             "gc",
-            help="remove temporary files crashed writers left in blobs/, derived/, sessions/ "
-            "(and stale multipart uploads in an object store)",
+            help="remove temporary files crashed writers left in blobs/, derived/, sessions/, "
+            "the blobs killed ingests wrote that no session references (and stale multipart "
+            "uploads in an object store)",
         )
         gc.add_argument(
             "--older-than",
@@ -173,6 +177,7 @@ class Command(BaseCommand):
                 f"{'s' if report.kept_young != 1 else ''}: writes that may still be going on."
             )
         failures = list(report.failures)
+        failures += self._settle(dry_run=dry_run)
         if blobs_url():
             try:
                 uploads = abort_stale_uploads(blob_store(), older_than=older_than, dry_run=dry_run)
@@ -188,10 +193,23 @@ class Command(BaseCommand):
             self.stderr.write(failure)
         if failures:
             raise CommandError(
-                f"{len(failures)} temporary file(s), folder(s) or upload(s) could not be "
-                "removed or listed",
+                f"{len(failures)} temporary file(s), folder(s), blob(s) or upload(s) could not "
+                "be removed or listed",
                 returncode=1,
             )
+
+    def _settle(self, *, dry_run: bool) -> list[str]:
+        """Settle the journals of killed ingests (whatever their age: a journal's lock says
+        whether its ingest still runs); what failed."""
+        settled = settle_journals(blob_store(), dry_run=dry_run)
+        for line in settled.lines(dry_run=dry_run):
+            self.stdout.write(line)
+        if settled.running:
+            self.stdout.write(
+                f"Kept the journal{'s' if settled.running != 1 else ''} of "
+                f"{settled.running:,} ingest{'s' if settled.running != 1 else ''} still running."
+            )
+        return settled.failures
 
     def _index(self, *, every: int, verbosity: int, full: bool) -> None:
         store = blob_store()

@@ -27,6 +27,7 @@ from blobviewer.data_dir import blob_store
 from blobviewer.ingest.agent_folders import RecordingFilter, describe_search, find_agent_folders
 from blobviewer.ingest.database_ready import DatabaseNotReady, prepare_database
 from blobviewer.ingest.errors import IngestError, NotARecording, OutdatedSession, SessionPruned
+from blobviewer.ingest.journal import settle_at_start
 from blobviewer.ingest.kept_recordings import keep_copies
 from blobviewer.ingest.options import IngestOptions
 from blobviewer.ingest.progress import ProgressLine, Unended, is_terminal
@@ -156,6 +157,8 @@ class Command(BaseCommand):
             raise CommandError(str(error)) from None
         if migrated:
             self.stdout.write(migrated)
+        for line in settle_at_start(blob_store()):  # what killed ingests left in the store
+            self.stdout.write(line)
         copies = kept_recordings()
         targets = rebuild_targets(copies, self._scratch) if rebuild_all else None
         if targets is not None:

@@ -1,5 +1,6 @@
-"""`manage.py blobs gc` removes what crashed writers leave behind; `manage.py blobs index`
-adds rows for blobs written straight into the store."""
+"""`manage.py blobs gc` removes what crashed writers leave behind (temporary files, and the
+blobs a killed ingest journaled that no row references); `manage.py blobs index` adds rows
+for blobs written straight into the store."""
 
 from __future__ import annotations
 
@@ -21,11 +22,13 @@ from blobviewer.catalog import blobs as catalog
 from blobviewer.catalog import store_scan
 from blobviewer.catalog.blobs import discard_derived, refresh_blob
 from blobviewer.data_dir import renderings
-from blobviewer.models import Blob
+from blobviewer.ingest.journal import IngestJournal, journal_folder
+from blobviewer.models import Blob, SearchChunk, ShareLink
 from blobviewer.search.queries import matching_chunks, parse_query
 from blobviewer.team.uploads import received_upload
 from core.content import Structured, Text
 from core.store import TEMP_PREFIX, FsBlobStore
+from core.store.blob_id import new_blob_id
 
 pytestmark = pytest.mark.django_db
 
@@ -279,6 +282,126 @@ def test_gc_from_the_shell_refuses_a_bad_age_in_one_line_with_status_2(data_dir)
 def test_blobs_without_an_action_says_which_there_are(data_dir):
     with pytest.raises(CommandError, match=r"\{gc,index,copy\}"):
         blobs()
+
+
+# --- gc: what killed ingests wrote ------------------------------------------------------------
+
+
+def journaled_blob(store: FsBlobStore, journal: IngestJournal, text: str) -> uuid.UUID:
+    """A blob stored as ingest stores one: its id journaled first."""
+    blob_id = new_blob_id()
+    journal.record(blob_id)
+    store.put_sync(blob_id, Text(text))
+    return blob_id
+
+
+def test_gc_removes_blobs_a_killed_ingest_wrote_that_no_row_references(
+    data_dir, sample_session, store
+):
+    by_agent = store.store_sync(Text("an agent wrote this straight into the store\n"))
+    killed = IngestJournal()
+    orphan = journaled_blob(store, killed, "promoted by an ingest that was killed\n")
+    killed.record(sample_session.text_blob)  # committed just before the kill
+    killed.record(new_blob_id())  # killed before its blob was written
+    killed.close()  # as the kill does: the file stays, its lock goes
+    size = store.size_sync(orphan)
+
+    out, _ = blobs("gc")
+
+    assert not store.exists_sync(orphan)
+    assert store.exists_sync(by_agent)
+    assert store.exists_sync(sample_session.text_blob)
+    assert store.exists_sync(sample_session.json_blob)
+    assert not killed.path.exists()
+    assert (
+        f"Removed 1 blob that killed ingests wrote and no session references ({size:,} bytes)"
+        in out.splitlines()
+    )
+
+
+def test_gc_removes_the_catalog_row_blobs_index_made_of_an_orphan(data_dir, store):
+    killed = IngestJournal()
+    orphan = journaled_blob(store, killed, "needle-in-an-orphan\n")
+    killed.close()
+    blobs("index")
+    assert Blob.objects.filter(id=orphan).exists()
+    assert SearchChunk.objects.filter(blob_id=orphan).exists()
+
+    blobs("gc")
+
+    assert not store.exists_sync(orphan)
+    assert not Blob.objects.filter(id=orphan).exists()
+    assert not SearchChunk.objects.filter(blob_id=orphan).exists()
+
+
+def test_gc_removes_the_rendering_of_an_orphan(data_dir, store, monkeypatch):
+    monkeypatch.setattr(catalog, "RENDER_JSON_FROM_BYTES", 100)
+    killed = IngestJournal()
+    orphan = new_blob_id()
+    killed.record(orphan)
+    store.put_sync(orphan, Structured([{"n": n} for n in range(100)]))
+    killed.close()
+    refresh_blob(orphan, store=store)  # as `blobs index` would, or the killed ingest did
+    assert derived_files(orphan)
+
+    blobs("gc")
+
+    assert not store.exists_sync(orphan)
+    assert derived_files(orphan) == []
+
+
+def test_gc_keeps_a_journaled_blob_someone_shared(data_dir, store, django_user_model):
+    killed = IngestJournal()
+    shared = journaled_blob(store, killed, "listed by blobs index, then shared\n")
+    killed.close()
+    blobs("index")
+    user = django_user_model.objects.create_user("carol")
+    ShareLink.objects.create(blob_id=shared, created_by=user)
+
+    out, _ = blobs("gc")
+
+    assert store.exists_sync(shared)
+    assert Blob.objects.filter(id=shared).exists()
+    assert not killed.path.exists()
+    assert "killed ingests" not in out
+
+
+def test_gc_keeps_the_blobs_of_an_ingest_still_running(data_dir, store):
+    running = IngestJournal()  # held open: its lock says its ingest is alive
+    written = journaled_blob(store, running, "written, its transaction still open\n")
+
+    out, _ = blobs("gc")
+
+    assert store.exists_sync(written)
+    assert running.path.exists()
+    assert "Kept the journal of 1 ingest still running." in out
+    running.remove()
+    assert list(journal_folder().iterdir()) == []
+
+
+def test_gc_dry_run_says_which_blobs_of_killed_ingests_would_go(data_dir, store):
+    killed = IngestJournal()
+    orphan = journaled_blob(store, killed, "x" * 100)
+    killed.close()
+
+    out, _ = blobs("gc", "--dry-run")
+
+    assert store.exists_sync(orphan)
+    assert killed.path.exists()
+    assert (
+        "Would remove 1 blob that killed ingests wrote and no session references (100 bytes)"
+        in out.splitlines()
+    )
+
+
+def test_gc_settles_journals_whatever_their_age(data_dir, store):
+    killed = IngestJournal()
+    orphan = journaled_blob(store, killed, "killed a moment ago\n")
+    killed.close()
+
+    blobs("gc", "--older-than", "7d")
+
+    assert not store.exists_sync(orphan)
 
 
 # --- index ---------------------------------------------------------------------------------

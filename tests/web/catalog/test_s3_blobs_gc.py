@@ -1,5 +1,6 @@
 """`manage.py blobs gc` on object storage: multipart uploads that a killed writer never
-completed are aborted once old enough (SeaweedFS, tests/s3_server.py)."""
+completed are aborted once old enough, and the blobs a killed ingest wrote into the bucket
+are removed from its journal in the local data folder (SeaweedFS, tests/s3_server.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,10 @@ from io import StringIO
 
 import pytest
 from django.core.management import call_command
+
+from blobviewer.ingest.journal import IngestJournal
+from core.content import Text
+from core.store.blob_id import new_blob_id
 
 pytestmark = pytest.mark.django_db
 
@@ -62,3 +67,21 @@ def test_gc_aborts_multipart_uploads_a_killed_writer_left(store, s3_site):
 
 def test_gc_on_a_folder_store_says_nothing_of_uploads(data_dir):
     assert "multipart" not in gc()
+
+
+def test_gc_removes_from_the_bucket_the_blobs_a_killed_ingest_journaled(store, s3_site, data_dir):
+    by_agent = store.store_sync(Text("an agent wrote this straight into the bucket\n"))
+    killed = IngestJournal()
+    orphan = new_blob_id()
+    killed.record(orphan)
+    store.put_sync(orphan, Text("promoted by an ingest that was killed\n"))
+    killed.close()
+    # The journal is a file of the host that ingested, beside its database settings.
+    assert killed.path is not None and killed.path.parent == data_dir / "ingest-journal"
+
+    out = gc()
+
+    assert not store.exists_sync(orphan)
+    assert store.exists_sync(by_agent)
+    assert not killed.path.exists()
+    assert "Removed 1 blob that killed ingests wrote and no session references (38 bytes)" in out

@@ -55,17 +55,17 @@ def test_a_blob_that_cannot_be_written_fails_the_ingest_with_nothing_kept(
     store: FsBlobStore,
 ) -> None:
     calls = []
-    store_sync = FsBlobStore.store_sync
+    put_sync = FsBlobStore.put_sync
 
-    def full_after_three(self: FsBlobStore, content: Any) -> Any:
+    def full_after_three(self: FsBlobStore, blob_id: Any, content: Any) -> Any:
         calls.append(content)
         if len(calls) > 3:
             raise BlobIOError(f"cannot write to {self.root}: No space left on device")
-        return store_sync(self, content)
+        return put_sync(self, blob_id, content)
 
     session_id = uuid.uuid4()
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(FsBlobStore, "store_sync", full_after_three)
+        patch.setattr(FsBlobStore, "put_sync", full_after_three)
         with pytest.raises(IngestError) as raised:
             ingest_session(header(session_id), records(), source_path="/run.jsonl", store=store)
 

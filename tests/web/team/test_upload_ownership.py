@@ -629,7 +629,7 @@ def test_no_response_to_a_conflicting_upload_names_a_server_path(
     def full_disk(*args: object, **kwargs: object) -> None:
         raise BlobIOError(f"cannot write to {data_dir / 'blobs'}: No space left on device")
 
-    monkeypatch.setattr("blobviewer.ingest.promotion.admit_sync", full_disk)
+    monkeypatch.setattr("core.store.fs.FsBlobStore.put_sync", full_disk)
     answers["a full disk"] = post_log(
         client, log_bytes([header(), tool_result_item(1, full_output)]), alice_secret
     )
