@@ -23,28 +23,24 @@ on SIGTERM.
 
 from __future__ import annotations
 
-import os
+import functools
 import shlex
 import signal
 import sys
 import warnings
-from collections.abc import AsyncIterator
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import anyio
 import anyio.to_thread
 import mcp_types as types
-from mcp import Client, MCPError, StdioServerParameters
+from mcp import Client, MCPError
 from mcp.client.session import ClientRequestContext, IncomingMessage
-from mcp.client.stdio import stdio_client
 from mcp.server import NotificationOptions, Server, ServerRequestContext
 from mcp.server.session import ServerSession
 from mcp.server.stdio import stdio_server
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
 from mcp.shared.exceptions import MCPDeprecationWarning
-from mcp.shared.message import SessionMessage
 from mcp.shared.subscriptions import event_from_wire
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import TypeAdapter
@@ -61,6 +57,8 @@ from core.mcp.blobs import (
 from core.mcp.result_promotion import PromotedResult, promote_result
 from core.mcp.stdin_lines import StdinLines
 from core.mcp.wire import NO_CACHING, complete, wire_handler
+from core.mcp.worker_threads import run_and_release
+from core.mcp.wrapped_server import WrappedServer
 from core.store import BlobStore
 from core.store.errors import BlobStoreError
 
@@ -308,12 +306,13 @@ class Proxy:
             self._recording.add(name, arguments, error.message, [], True)
             raise
         try:
-            promoted = await anyio.to_thread.run_sync(promote_result, raw, self._store)
+            promoted = await run_and_release(functools.partial(promote_result, raw, self._store))
         except BlobStoreError as error:
             # As the Worker does: the agent hears of it, and its run goes on.
             result = tool_error(f"the result of {name} could not be stored: {error}")
             promoted = PromotedResult(result, _text(result))
         self._record(name, arguments, promoted)
+        _let_go(raw, promoted.result)
         return promoted.result
 
     def _record(self, tool: str, arguments: dict[str, Any], promoted: PromotedResult) -> None:
@@ -421,6 +420,16 @@ def _paging(params: types.PaginatedRequestParams | None) -> types.PaginatedReque
     return types.PaginatedRequestParams(cursor=params.cursor if params else None)
 
 
+def _let_go(raw: dict[str, Any], promoted: dict[str, Any]) -> None:
+    """Empty the parts of the wrapped server's result *raw* that the *promoted* one does
+    not share. The SDK's client holds the last message it read until the next one comes:
+    else a big result would stay in memory until the server's next message."""
+    for key in ("content", "structuredContent"):
+        value = raw.get(key)
+        if isinstance(value, list | dict) and promoted.get(key) is not value:
+            value.clear()
+
+
 def _without_output_schema(tool: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in tool.items() if key != "outputSchema"}
 
@@ -451,10 +460,9 @@ async def run_proxy(command: list[str], store: BlobStore, recorder: Recorder | N
     """
     # The wrapped server gets the proxy's whole environment: an agent's configuration
     # sets the environment of the command it starts, which is the proxy.
-    parameters = StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))
+    wrapped = WrappedServer(command)
     agent = _Agent()
     recording = _Recording(recorder)
-    wrapped = _Wrapped(parameters)
     try:
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(_stop_on_signal, tasks.cancel_scope)
@@ -466,11 +474,13 @@ async def run_proxy(command: list[str], store: BlobStore, recorder: Recorder | N
     finally:
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(recording.finish)
-    if wrapped.gone.is_set() and not wrapped.closing:
+    if wrapped.gone.is_set():
         raise ProxyError(f"the wrapped server exited: {shlex.join(command)}")
 
 
-async def _serve(wrapped: _Wrapped, store: BlobStore, agent: _Agent, recording: _Recording) -> None:
+async def _serve(
+    wrapped: WrappedServer, store: BlobStore, agent: _Agent, recording: _Recording
+) -> None:
     client = Client(
         wrapped,
         mode="legacy",  # every SDK server speaks the handshake; roots and list changes ride it
@@ -489,46 +499,10 @@ async def _serve(wrapped: _Wrapped, store: BlobStore, agent: _Agent, recording: 
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", MCPDeprecationWarning)
                 await server.run(read_stream, write_stream, proxy.initialization_options(server))
-        wrapped.closing = True
         serving.cancel_scope.cancel()
 
 
-class _Wrapped:
-    """The transport to the wrapped server: the SDK's stdio client, which also says when
-    the server's output has ended (it exited), so that the proxy ends too."""
-
-    def __init__(self, parameters: StdioServerParameters) -> None:
-        self._parameters = parameters
-        self.gone = anyio.Event()
-        self.closing = False  # the proxy is stopping the server itself
-        self._context: AbstractAsyncContextManager[tuple[Any, Any]] | None = None
-
-    async def __aenter__(self) -> tuple[Any, Any]:
-        self._context = context = self._streams()
-        return await context.__aenter__()
-
-    async def __aexit__(self, *exc_info: Any) -> bool | None:
-        assert self._context is not None  # entered first
-        return await self._context.__aexit__(*exc_info)
-
-    @asynccontextmanager
-    async def _streams(self) -> AsyncIterator[tuple[Any, Any]]:
-        async with stdio_client(self._parameters) as (read_stream, write_stream):
-            send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-
-            async def relay() -> None:
-                async with send:
-                    async for message in read_stream:
-                        await send.send(message)
-                self.gone.set()
-
-            async with anyio.create_task_group() as relaying:
-                relaying.start_soon(relay)
-                yield receive, write_stream
-                relaying.cancel_scope.cancel()
-
-
-async def _end_when_gone(wrapped: _Wrapped, proxy: Proxy, scope: anyio.CancelScope) -> None:
+async def _end_when_gone(wrapped: WrappedServer, proxy: Proxy, scope: anyio.CancelScope) -> None:
     """Stop serving once the wrapped server has exited, when the calls it left unanswered
     have had their error sent to the agent."""
     await wrapped.gone.wait()

@@ -10,6 +10,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import anyio
 import anyio.to_thread
 
+from core.mcp.line_splitter import LineSplitter
+
 __all__ = ["StdinLines"]
 
 _READ_SIZE = 1 << 16
@@ -46,16 +48,13 @@ class StdinLines:
 
     @staticmethod
     async def _split(read: Callable[[], Awaitable[bytes]]) -> AsyncIterator[str]:
-        pending = bytearray()
+        # Bytes that are not UTF-8 become U+FFFD, as the SDK's own reading of stdin does.
+        splitter = LineSplitter()
         while chunk := await read():
-            pending += chunk
-            start = 0
-            while (end := pending.find(b"\n", start)) >= 0:
-                yield pending[start : end + 1].decode("utf-8", "replace")
-                start = end + 1
-            del pending[:start]
-        if pending:
-            yield pending.decode("utf-8", "replace")
+            for line in splitter.feed(chunk):
+                yield line.decode("utf-8", "replace")
+        if rest := splitter.rest():
+            yield rest.decode("utf-8", "replace")
 
     async def _read_when_readable(self) -> bytes:
         while True:
