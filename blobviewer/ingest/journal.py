@@ -1,6 +1,7 @@
 """The ingest journal: the blobs an ingest wrote before the transaction that references
 them committed, so that those a killed ingest leaves can be told from the blobs agents and
-the CLI write straight into the store, and removed (docs/store.md#crash-leftovers).
+the CLI write straight into the store, and removed
+(docs/store.md#blobs-of-a-killed-ingest).
 
 Promotion writes each output's blob before the transaction that records its item, so that
 the database is not held locked while files are written (blobviewer.ingest.promotion). An

@@ -1,6 +1,7 @@
 """A `manage.py ingest` killed with SIGKILL leaves no blobs behind for good: the next
 ingest, or `blobs gc`, removes those its journal lists that no row references, and never
-a blob that agents or the CLI wrote straight into the store (docs/store.md#crash-leftovers).
+a blob that agents or the CLI wrote straight into the store
+(docs/store.md#blobs-of-a-killed-ingest).
 
 The journal's rules are checked in this process first. Then real processes on real
 recordings (tests/fixtures/real), each with a data folder and a database of its own: the
