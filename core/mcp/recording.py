@@ -11,7 +11,11 @@ Recording never fails a call: a log that cannot be written or an upload that fai
 said once on stderr (which MCP clients keep in their server logs), and the call goes on.
 Uploads run on a thread of their own, so a slow or dead server never holds up the agent:
 after each promoted call the grown log is sent with the blobs not yet accepted, and once
-more at close. A failed upload is retried at the next one.
+more at close. A failed upload is retried at the next one. Timeouts bound each read and
+write of an upload, not the upload: a server that answers a byte every few seconds would
+hold it forever. So an upload is given up after UPLOAD_ROUND_SECONDS (what it carried goes
+with the next one), and the last one, at close, after CLOSE_UPLOAD_SECONDS, so the proxy
+exits promptly whatever the server does (the log then stays on disk).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import shutil
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -45,6 +50,11 @@ UPLOAD_BLOB_BYTES = 16 * 1024 * 1024
 # How long an upload waits for a server that accepted the connection and says nothing
 # (ingesting a big upload takes the server a while); the agent's calls never wait for it.
 UPLOAD_TIMEOUT = httpx.Timeout(30.0, connect=5.0)
+# Seconds one upload (the log and its blobs, in one or more POSTs) may take while the proxy
+# runs, and the last one when it stops: it exits within 5 s of its stdin closing or
+# SIGTERM (docs/mcp.md#where-the-runs-go), and stopping the wrapped server comes first.
+UPLOAD_ROUND_SECONDS = 120.0
+CLOSE_UPLOAD_SECONDS = 3.0
 TITLE_MAX_CHARS = 200
 _PREFIX = "blobviewer mcp proxy"
 # What one POST came to.
@@ -150,7 +160,8 @@ class ProxyRecorder:
 
     def close(self) -> None:
         """Stop recording: the log is closed and, with an upload URL, sent once more with
-        any blob not yet accepted (waiting for that upload). Safe to call twice."""
+        any blob not yet accepted, waiting at most CLOSE_UPLOAD_SECONDS for the upload
+        under way and that last one. Safe to call twice."""
         with self._lock:
             if self._closed:
                 return
@@ -163,7 +174,7 @@ class ProxyRecorder:
         uploaded = True
         if self._uploader is not None:
             try:
-                uploaded = self._uploader.close()
+                uploaded = self._uploader.close(CLOSE_UPLOAD_SECONDS)
             except Exception as error:  # noqa: BLE001 (close runs as the proxy stops)
                 self._warn(f"the last upload failed: {error}")
                 uploaded = False
@@ -190,7 +201,9 @@ def _say(message: str) -> None:
 
 
 class _Uploader:
-    """Sends the session log and the blobs of promoted calls on a thread of its own."""
+    """Sends the session log and the blobs of promoted calls on a thread of its own, one
+    upload (a *round*) at a time, each with a client of its own: a round that outlives its
+    deadline is left to its thread, and the next round does not wait for it."""
 
     def __init__(
         self,
@@ -205,14 +218,15 @@ class _Uploader:
         self._store = store
         self._log_path = log_path
         self._warn = warn
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self._client = httpx.Client(headers=headers, timeout=UPLOAD_TIMEOUT)
+        self._headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._lock = threading.Lock()
         self._pending: dict[str, None] = {}  # blob ids not yet accepted, in order
         self._accepted_log_bytes = 0  # how much of the log the server has
         self._failure: str | None = None  # what the last upload ran into, while it lasts
         self._wanted = threading.Event()
         self._stopping = False
+        self._close_deadline = 0.0  # time.monotonic() by which the last round must end
+        self._everything = False  # the last round's outcome
         self._thread = threading.Thread(target=self._run, name="blobviewer-upload", daemon=True)
         self._thread.start()
 
@@ -222,31 +236,50 @@ class _Uploader:
             self._pending.update(dict.fromkeys(str(blob_id) for blob_id in blob_ids))
         self._wanted.set()
 
-    def close(self) -> bool:
-        """Finish the upload under way, then upload what is left; True when the server
-        has the whole log and every blob."""
+    def close(self, within: float) -> bool:
+        """Let the round under way finish, then upload what is left, all within *within*
+        seconds; True when the server has the whole log and every blob. A round still
+        running then is left to its thread (a daemon: it ends with the process)."""
+        self._close_deadline = time.monotonic() + within
         self._stopping = True
         self._wanted.set()
-        self._thread.join()
-        try:
-            return self._upload()
-        finally:
-            self._client.close()
+        self._thread.join(within)
+        if self._thread.is_alive():
+            self._warn(f"the last upload to {self._url} did not finish within {within:g} s")
+            return False
+        return self._everything
 
     def _run(self) -> None:
         while True:
             self._wanted.wait()
-            if self._stopping:
-                return
             self._wanted.clear()
-            try:
-                self._upload()
-            except Exception as error:  # noqa: BLE001 (the thread must outlive any failure)
-                self._failed(f"upload failed: {error}")
+            if self._stopping:
+                self._everything = self._round(self._close_deadline)
+                return
+            self._within(UPLOAD_ROUND_SECONDS)
 
-    def _upload(self) -> bool:
+    def _within(self, seconds: float) -> None:
+        """One round on a thread of its own, given up after *seconds*."""
+        deadline = time.monotonic() + seconds
+        worker = threading.Thread(
+            target=self._round, args=(deadline,), name="blobviewer-upload-round", daemon=True
+        )
+        worker.start()
+        worker.join(seconds)
+        if worker.is_alive():
+            self._failed(f"upload to {self._url} did not finish within {seconds:g} s")
+
+    def _round(self, deadline: float) -> bool:
+        try:
+            with httpx.Client(headers=self._headers, timeout=UPLOAD_TIMEOUT) as client:
+                return self._upload(client, deadline)
+        except Exception as error:  # noqa: BLE001 (the thread must outlive any failure)
+            self._failed(f"upload failed: {error}")
+            return False
+
+    def _upload(self, client: httpx.Client, deadline: float) -> bool:
         """One round: the log as written so far, with every pending blob; True when all
-        of it was accepted."""
+        of it was accepted. No POST starts after *deadline* (a time.monotonic())."""
         try:
             log = self._log_path.read_bytes()
         except FileNotFoundError:
@@ -261,13 +294,19 @@ class _Uploader:
             self._failed("the session log is gone, so it cannot be uploaded")
             return False
         everything, posted = True, False
+
+        def post(blobs: list[tuple[str, str, bytes]]) -> str:
+            if time.monotonic() >= deadline:
+                return _UNREACHABLE  # the round was given up: the next one sends the rest
+            return self._post(client, log, blobs)
+
         for batch in _batches(self._store, pending, self._dropped):
-            outcome = self._post(log, batch)
+            outcome = post(batch)
             if outcome == _TOO_LARGE:
                 # Over the server's upload limit: each blob alone, and one that is
                 # refused even alone is left out (it would be refused at every retry,
                 # and the log with it); the site shows it missing.
-                outcomes = [self._post(log, [blob]) for blob in batch]
+                outcomes = [post([blob]) for blob in batch]
                 for blob, alone in zip(batch, outcomes, strict=True):
                     if alone == _TOO_LARGE:
                         self._dropped(blob[0], "larger than the server takes in one upload")
@@ -281,10 +320,10 @@ class _Uploader:
             everything = everything and outcome == _ACCEPTED
             posted = True
         if not posted and len(log) > self._accepted_log_bytes:  # no blobs: the log alone
-            return self._post(log, []) == _ACCEPTED
+            return post([]) == _ACCEPTED
         return everything
 
-    def _post(self, log: bytes, blobs: list[tuple[str, str, bytes]]) -> str:
+    def _post(self, client: httpx.Client, log: bytes, blobs: list[tuple[str, str, bytes]]) -> str:
         files: list[tuple[str, tuple[str, bytes, str]]] = [
             ("log", ("session.jsonl", log, "application/x-ndjson"))
         ]
@@ -292,7 +331,7 @@ class _Uploader:
             kind = "application/json" if name.endswith(".json") else "text/plain"
             files.append(("blob", (name, data, kind)))
         try:
-            response = self._client.post(self._url, files=files)
+            response = client.post(self._url, files=files)
         except httpx.HTTPError as error:
             self._failed(f"upload to {self._url} failed: {error or type(error).__name__}")
             return _UNREACHABLE
