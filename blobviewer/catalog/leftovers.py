@@ -24,6 +24,11 @@ received on the host's disk first).
 Only files older than a cut-off go: a younger one may belong to a write still going on (a
 writer's file is modified as it is written; only a dead writer's file grows old). Real
 blobs (`<uuid>.txt`, `<uuid>.json`), session logs and anything else never match.
+
+The blobs an ingest stored before it was killed, ahead of the transaction that was to
+reference them, are real blobs: no name tells them apart, their ingest's journal does.
+`blobs gc` settles those journals too (blobviewer.ingest.journal: this room is below
+ingest, so the command calls both).
 """
 
 from __future__ import annotations

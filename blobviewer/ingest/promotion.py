@@ -83,8 +83,9 @@ class Promotions:
         ever unjournaled); its summary and blob id. Raises BlobStoreError or OSError."""
         blob_id = new_blob_id()
         self.journal.record(blob_id)
-        self.written.append(blob_id)  # before the write: one that fails is discarded too
+        self.written.append(blob_id)  # before the write: one that fails half way goes too
         if not self.store.put_sync(blob_id, promoted.content):
+            self.written.pop()  # the id is another blob's (it was new): never discard that
             raise BlobIOError(f"cannot write blob {blob_id}: its new id is taken")
         row = stored_blob_facts(blob_id, promoted.content, store=self.store)
         if row is not None:
