@@ -60,6 +60,7 @@ bench: venv node
 	$(PY) bench/promotion_bench.py
 	$(PY) bench/site_bench.py
 	$(PY) bench/ingest_bench.py
+	$(PY) bench/watch_bench.py
 	$(PY) bench/mcp_bench.py
 	$(PY) bench/store_bench.py
 

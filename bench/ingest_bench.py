@@ -304,7 +304,7 @@ def child(folder: Path, data: Path, profile: bool) -> None:
     index_session = blobviewer.ingest.sessions.index_session
     blobviewer.ingest.sessions.index_session = lambda *args, **kwargs: None
     timers.wrap(blobviewer.ingest.sessions, "open_recording", "read")
-    timers.wrap(blobviewer.ingest.recording_files, "parse_session_log", "read")
+    timers.wrap(blobviewer.ingest.recording_files, "open_recording", "read")
     timers.wrap(blobviewer.ingest.promotion, "promote", "promote")
     timers.wrap(blobviewer.ingest.sessions, "catalog_blobs", "blob facts and rows")
     timers.wrap(blobviewer.ingest.promotion, "summarize", "promote")

@@ -4,9 +4,10 @@ session log, another agent's recording, or an evaluation output of several runs)
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from blobviewer.ingest.errors import IngestError, NotARecording
 from blobviewer.ingest.importers import (
@@ -19,10 +20,15 @@ from blobviewer.ingest.importers import (
     load_folder,
     load_runs,
     load_sniffed,
-    read_bytes,
     sniff,
 )
-from core.agent.session_log import SessionLog, SessionLogError, parse_session_log
+from blobviewer.ingest.importers.json_lines import (
+    DEFAULT_MAX_RECORD,
+    RecordingText,
+    SkippedRecord,
+)
+from core.agent.session_log import SessionLog, SessionLogError, session_log_from_records
+from core.json_values import parse_json
 
 RECORDING_SUFFIXES = (".jsonl", ".json", ".traj")
 
@@ -46,26 +52,69 @@ class Opened:
         return session
 
 
-def open_recording(path: Path) -> Opened:
-    """Read, recognise and parse *path*; raises NotARecording or IngestError
-    (`path:line: msg`, naming the event file of a conversation folder that is damaged)."""
+def open_recording(
+    path: Path,
+    *,
+    max_record: int = DEFAULT_MAX_RECORD,
+    skipped: list[SkippedRecord] | None = None,
+) -> Opened:
+    """Read, recognise and parse *path* a record at a time; raises NotARecording or
+    IngestError (`path:line: msg`, naming the event file of a conversation folder that is
+    damaged). Records over *max_record* bytes are passed over and added to *skipped*
+    (blobviewer.ingest.importers.json_lines), whatever the outcome."""
     try:
         if path.is_dir() and folder_layout(path) is not None:
             recording = load_folder(path)
             return Opened(recording.format, recording=recording)
-        data = read_bytes(path)
-        kind, document = sniff(path, data)
-        if holds_runs(kind, document):
-            return Opened(kind, runs=load_runs(path, data))
-        if kind != OUR_FORMAT:
-            return Opened(kind, recording=load_sniffed(path, data, kind, document))
-        return Opened(kind, log=parse_session_log(data, path))
+        with RecordingText.open(path, max_record=max_record) as text:
+            try:
+                return _opened(path, text)
+            finally:
+                if skipped is not None:
+                    skipped.extend(text.skipped)
     except UnknownFormat as error:
         raise NotARecording(str(path), error.line, error.message) from None
     except RecordingError as error:
         raise IngestError(error.path, error.line, error.message) from None
     except SessionLogError as error:
         raise IngestError(str(path), error.line or None, error.message) from None
+
+
+def _opened(path: Path, text: RecordingText) -> Opened:
+    kind, document = sniff(path, text)
+    if holds_runs(kind, document):
+        return Opened(kind, runs=load_runs(path, text))
+    if kind != OUR_FORMAT:
+        return Opened(kind, recording=load_sniffed(path, text, kind, document))
+    return Opened(kind, log=read_our_log(path, text))
+
+
+def read_our_log(path: Path, text: RecordingText) -> SessionLog:
+    """Our own session log, a line at a time, read as core's parse_session_log reads one
+    (exact numbers; a torn last line after the header left for later; a blank line is
+    damage); raises SessionLogError."""
+    torn = False
+
+    def records() -> Iterator[tuple[int, Any]]:
+        nonlocal torn
+        for line in text.lines(parse=_exact_json, keep_blank=True):
+            if line.blank:
+                raise SessionLogError(path, line.number, "empty line")
+            if line.error is not None:
+                if line.unterminated and line.number > 1:
+                    torn = True  # the recorder is still writing it
+                    return
+                raise SessionLogError(path, line.number, f"not JSON: {line.error}")
+            yield line.number, line.value
+
+    log = session_log_from_records(path, records())
+    log.torn_tail = torn
+    return log
+
+
+def _exact_json(raw: bytes) -> tuple[Any, bool]:
+    # parse_json, as core reads its own logs: no lossy numbers, no NaN.
+    return parse_json(raw), False
 
 
 def recording_paths(paths: Iterable[Path]) -> list[tuple[Path, bool]]:

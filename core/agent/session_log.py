@@ -7,6 +7,7 @@ further line is one history item with `type`, `seq` and `at` (docs/session-log.m
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -146,6 +147,26 @@ def parse_session_log(data: bytes, path: str | os.PathLike[str]) -> SessionLog:
                 log.torn_tail = True
                 break
             raise SessionLogError(path, number, f"not JSON: {error}") from None
+        if not isinstance(record, dict):
+            raise SessionLogError(path, number, "each line must be a JSON object")
+        if log is None:
+            log = SessionLog(path, _header(path, record))
+            continue
+        log.records.append(_item(path, number, record))
+    if log is None:
+        raise SessionLogError(path, 1, "empty file: expected a session header line")
+    return log
+
+
+def session_log_from_records(
+    path: str | os.PathLike[str], records: Iterable[tuple[int, Any]]
+) -> SessionLog:
+    """A session log from its lines' JSON values, each with its 1-based line number (the
+    header first), checked as parse_session_log checks them: for a reader that parses
+    the lines itself (blobviewer's ingest reads a long line a block at a time)."""
+    path = Path(path)
+    log: SessionLog | None = None
+    for number, record in records:
         if not isinstance(record, dict):
             raise SessionLogError(path, number, "each line must be a JSON object")
         if log is None:

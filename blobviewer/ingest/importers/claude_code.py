@@ -38,6 +38,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from blobviewer.ingest.importers.json_lines import RecordingText
 from blobviewer.ingest.importers.recording import (
     IMPORT_NAMESPACE,
     RecordBuilder,
@@ -83,7 +84,7 @@ def looks_like(first: Any) -> bool:
     )
 
 
-def load(path: Path, data: bytes) -> Recording:
+def load(path: Path, data: bytes | RecordingText) -> Recording:
     builder = RecordBuilder()
     session_id = title = model = None
     agent_id: str | None = None  # a sub-agent's log: its agent id
@@ -91,16 +92,12 @@ def load(path: Path, data: bytes) -> Recording:
     usage = _Usage(builder)
     last_message: dict[str, Any] | None = None  # of the main chain
     stop_reasons: dict[str, str] = {}  # message id -> the stop_reason a line recorded
-    lines = data.split(b"\n")
-    for number, raw in enumerate(lines, start=1):
-        if not raw.strip():
-            continue
-        try:
-            entry, plain_floats = load_json_record(raw)
-        except (ValueError, RecursionError) as error:
-            if number == len(lines) and not data.endswith(b"\n"):
+    for line in RecordingText.of(path, data).lines(parse=load_json_record):
+        number, entry, plain_floats = line.number, line.value, line.plain_floats
+        if line.error is not None:
+            if line.unterminated:
                 break  # a torn last line: the recorder was still writing
-            raise RecordingError(path, number, f"not JSON: {error}") from None
+            raise RecordingError(path, number, f"not JSON: {line.error}")
         if not isinstance(entry, dict):
             raise RecordingError(path, number, "each line must be a JSON object")
         kind = entry.get("type")

@@ -39,7 +39,7 @@ import re
 from pathlib import Path
 from typing import Any, TypeGuard
 
-from blobviewer.ingest.importers.json_lines import read_json_lines
+from blobviewer.ingest.importers.json_lines import RecordingText, read_json_lines
 from blobviewer.ingest.importers.recording import (
     RecordBuilder,
     Recording,
@@ -99,7 +99,7 @@ def _is_legacy_header(value: Any) -> bool:
     )
 
 
-def load(path: Path, data: bytes) -> Recording:
+def load(path: Path, data: bytes | RecordingText) -> Recording:
     """The recording of a rollout (a torn last line is left for the next read)."""
     entries = read_json_lines(path, data)
     if not entries or not looks_like(entries[0][1]):

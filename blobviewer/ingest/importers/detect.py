@@ -14,12 +14,8 @@ from blobviewer.ingest.importers import (
     openhands_v1,
     swe_agent,
 )
-from blobviewer.ingest.importers.recording import (
-    Recording,
-    RecordingError,
-    UnknownFormat,
-    load_json,
-)
+from blobviewer.ingest.importers.json_lines import RecordingText, RecordTooLarge
+from blobviewer.ingest.importers.recording import Recording, RecordingError, UnknownFormat
 from core.agent.history import ITEM_TYPES
 
 OUR_FORMAT = "blobviewer"
@@ -43,19 +39,20 @@ def importer_version(format: str) -> int:
     return int(getattr(module, "IMPORTER_VERSION", 1)) if module is not None else 1
 
 
-def sniff(path: Path, data: bytes) -> tuple[str, Any]:
+def sniff(path: Path, data: bytes | RecordingText) -> tuple[str, Any]:
     """The format (`blobviewer`, or an importer's FORMAT: see IMPORTERS) and, for the
     formats that are one JSON document, the parsed document (else None), so that nothing
     parses the file twice. An OpenHands evaluation output (one run a line, each its own
-    session: see :func:`holds_runs`) is `openhands` with None. Raises UnknownFormat."""
-    text = data.lstrip()
-    if not text:
+    session: see :func:`holds_runs`) is `openhands` with None. *data* is the file's bytes,
+    or the file being read (a RecordingText, whose first line is kept for the importer).
+    Raises UnknownFormat."""
+    text = RecordingText.of(path, data)
+    line = text.first()
+    if line is None:
+        if text.skipped:
+            raise UnknownFormat(path, None, "nothing to read: every record is over --max-record")
         raise UnknownFormat(path, None, "empty file")
-    first_line, _, _ = text.partition(b"\n")
-    try:
-        first = load_json(first_line)
-    except (ValueError, RecursionError):
-        first = None
+    first = line.value if line.error is None else None
     if isinstance(first, dict) and (
         (first.get("type") == "session" and "id" in first)
         or (first.get("type") in ITEM_TYPES and "seq" in first)  # a log that lost its header
@@ -68,11 +65,13 @@ def sniff(path: Path, data: bytes) -> tuple[str, Any]:
     if gemini.looks_like_first(first):  # JSON Lines; a document on one line reads the same
         return gemini.FORMAT, None
     if openhands.looks_like_run(first) or (
-        first is None and openhands.looks_like_damaged_run(first_line)
+        line.error is not None and openhands.looks_like_damaged_run(line.head)
     ):
         return openhands.FORMAT, None
     try:
-        document = load_json(data)
+        document = text.document()
+    except RecordTooLarge as error:
+        raise UnknownFormat(path, None, str(error)) from None
     except (ValueError, RecursionError):
         if first is not None:
             raise UnknownFormat(path, 1, "JSON Lines of an unknown kind of recording") from None
@@ -107,16 +106,19 @@ def read_bytes(path: Path) -> bytes:
 
 def load_recording(path: Path, data: bytes | None = None) -> Recording:
     """Read another agent's recording (*data* if already read), or a conversation folder
-    (see :func:`folder_layout`); raises RecordingError naming the file (and line)."""
+    (see :func:`folder_layout`); raises RecordingError naming the file (and line). A file
+    is read a record at a time (blobviewer.ingest.importers.json_lines)."""
     if data is None and folder_layout(path) is not None:
         return load_folder(path)
-    if data is None:
-        data = read_bytes(path)
-    kind, document = sniff(path, data)
-    return load_sniffed(path, data, kind, document)
+    if data is not None:
+        kind, document = sniff(path, data)
+        return load_sniffed(path, data, kind, document)
+    with RecordingText.open(path) as text:
+        kind, document = sniff(path, text)
+        return load_sniffed(path, text, kind, document)
 
 
-def load_sniffed(path: Path, data: bytes, kind: str, document: Any) -> Recording:
+def load_sniffed(path: Path, data: bytes | RecordingText, kind: str, document: Any) -> Recording:
     """The recording of a file whose format :func:`sniff` found."""
     if kind == claude_code.FORMAT:
         return claude_code.load(path, data)
@@ -142,7 +144,9 @@ def holds_runs(kind: str, document: Any) -> bool:
     return kind == openhands.FORMAT and document is None
 
 
-def load_runs(path: Path, data: bytes) -> list[tuple[int, Recording | RecordingError]]:
+def load_runs(
+    path: Path, data: bytes | RecordingText
+) -> list[tuple[int, Recording | RecordingError]]:
     """Each run of an evaluation output with its line number: its recording, or the
     RecordingError (naming `path:line`) that skips that run only."""
     return openhands.load_evaluation_runs(path, data)

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from blobviewer.ingest.importers.json_lines import read_json_lines
+from blobviewer.ingest.importers.json_lines import RecordingText, read_json_lines
 from blobviewer.ingest.importers.recording import (
     RecordBuilder,
     Recording,
@@ -78,7 +78,7 @@ def looks_like_first(first: Any) -> bool:
     )
 
 
-def load(path: Path, data: bytes, document: Any = None) -> Recording:
+def load(path: Path, data: bytes | RecordingText, document: Any = None) -> Recording:
     """The recording of a session: *document* when the file is one JSON document (as
     :func:`detect.sniff` parsed it), else the JSON Lines in *data*."""
     if document is not None:

@@ -54,6 +54,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from blobviewer.ingest.importers.json_lines import RecordingText
 from blobviewer.ingest.importers.recording import (
     IMPORT_NAMESPACE,
     RecordBuilder,
@@ -153,7 +154,9 @@ def load_events(path: Path, document: Any) -> Recording:
     )
 
 
-def load_evaluation_runs(path: Path, data: bytes) -> list[tuple[int, Recording | RecordingError]]:
+def load_evaluation_runs(
+    path: Path, data: bytes | RecordingText
+) -> list[tuple[int, Recording | RecordingError]]:
     """Each run of an evaluation output with its line number: its recording, or the
     RecordingError (naming `path:line`) that skips that run only. A last line without its
     newline that does not parse is a run still being written: left out for now.
@@ -165,22 +168,23 @@ def load_evaluation_runs(path: Path, data: bytes) -> list[tuple[int, Recording |
     again — in another evaluation, or in this one — has another history (its events carry
     their times) and is another session."""
     runs: list[tuple[int, Recording | RecordingError]] = []
-    lines = data.split(b"\n")
-    for number, raw in enumerate(lines, start=1):
-        if not raw.strip():
-            continue
-        try:
-            run = json.loads(raw)
-        except (ValueError, RecursionError) as error:
-            if number == len(lines):  # no newline after it: still being written
+    for line in RecordingText.of(path, data).lines(parse=_json_loads):
+        number = line.number
+        if line.error is not None:
+            if line.unterminated:  # no newline after it: still being written
                 break
-            runs.append((number, RecordingError(path, number, f"not JSON: {error}")))
+            runs.append((number, RecordingError(path, number, f"not JSON: {line.error}")))
             continue
         try:
-            runs.append((number, _run(path, number, run)))
+            runs.append((number, _run(path, number, line.value)))
         except RecordingError as error:
             runs.append((number, error))
     return runs
+
+
+def _json_loads(raw: bytes) -> tuple[Any, bool]:
+    # A run is read as json reads it (NaN, integers of any size), as it always was.
+    return json.loads(raw), False
 
 
 def _run(path: Path, number: int, run: Any) -> Recording:

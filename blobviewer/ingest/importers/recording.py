@@ -13,9 +13,10 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 import uuid
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -100,11 +101,84 @@ def canonical_digest(value: Any, *, plain_floats: bool = False) -> str:
     UTF-8 (lone surrogates kept), so the same record digests the same whatever its key
     order. The canonical text is `json.dumps`'s (see _json_canonical); orjson writes the
     same bytes for most records many times faster, and is used where it does.
-    *plain_floats*: load_json_record found every float in *value* plain."""
+    *plain_floats*: load_json_record found every float in *value* plain. A value with a
+    string longer than LONG_TEXT is hashed a piece at a time (_digest_in_pieces)."""
+    if _holds_long_text(value):
+        return _digest_in_pieces(value, plain_floats=plain_floats)
     canonical = _orjson_canonical(value, plain_floats=plain_floats)
     if canonical is None:
         canonical = _json_canonical(value)
     return hashlib.sha256(canonical).hexdigest()
+
+
+# A string longer than this (characters) is hashed a piece at a time: the canonical JSON of
+# a record holding a tool output of a gigabyte would take another gigabyte.
+LONG_TEXT = 1 << 20
+# A lone surrogate, which orjson refuses to write (the record is then written by json).
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _holds_long_text(value: Any) -> bool:
+    kind = type(value)
+    if kind is str:
+        return len(value) > LONG_TEXT
+    if kind is dict:
+        items: Iterable[Any] = value.values()
+    elif kind is list or kind is tuple:
+        items = value
+    else:
+        return False
+    for item in items:
+        kind = type(item)
+        if kind is str:
+            if len(item) > LONG_TEXT:
+                return True
+        elif (kind is dict or kind is list or kind is tuple) and _holds_long_text(item):
+            return True
+    return False
+
+
+def _digest_in_pieces(value: Any, *, plain_floats: bool) -> str:
+    """canonical_digest of *value*, its long strings written and hashed a piece at a time:
+    the rest is written with a marker in place of each, as canonical_digest writes it,
+    and the hash takes that text up to each marker, then the string. A string's JSON is
+    the same piece by piece (each character is written alone), and the same from orjson
+    and json, but for lone surrogates, which send the whole record to json."""
+    token = uuid.uuid4().hex  # a marker no record holds by chance
+    texts: list[str] = []
+
+    def swapped(item: Any) -> Any:
+        kind = type(item)
+        if kind is str and len(item) > LONG_TEXT:
+            texts.append(item)
+            return f"\x00{token}:{len(texts) - 1}"
+        if kind is dict:
+            return {key: swapped(inner) for key, inner in item.items()}
+        if kind is list or kind is tuple:
+            return [swapped(inner) for inner in item]
+        return item
+
+    rest = swapped(value)
+    by_json = any(_SURROGATE.search(text) for text in texts)
+    canonical = None if by_json else _orjson_canonical(rest, plain_floats=plain_floats)
+    if canonical is None:
+        canonical, by_json = _json_canonical(rest), True
+    markers = [_json_canonical(f"\x00{token}:{index}") for index in range(len(texts))]
+    places = sorted((canonical.find(marker), index) for index, marker in enumerate(markers))
+    digest = hashlib.sha256()
+    written = memoryview(canonical)
+    at = 0
+    for place, index in places:
+        digest.update(written[at:place])
+        digest.update(b'"')
+        text = texts[index]
+        for start in range(0, len(text), LONG_TEXT):
+            piece = text[start : start + LONG_TEXT]
+            digest.update(_json_canonical(piece)[1:-1] if by_json else orjson.dumps(piece)[1:-1])
+        digest.update(b'"')
+        at = place + len(markers[index])
+    digest.update(written[at:])
+    return digest.hexdigest()
 
 
 def _json_canonical(value: Any) -> bytes:

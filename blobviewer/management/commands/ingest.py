@@ -3,14 +3,18 @@ recordings (files, or folders of them), each recognised by its content.
 
 `--agents` adds the folders where the agents blobviewer knows keep their recordings on
 this machine (blobviewer.ingest.agent_folders); `--watch` keeps running after the first pass and
-ingests each recording again as it changes (blobviewer.ingest.watch). On a terminal a progress
-line is rewritten in place below the per-file lines (blobviewer.ingest.progress); piped,
-the output is the per-file lines and the summary only. Before anything is read, the
-database is checked (blobviewer.ingest.database_ready): the data directory's own SQLite database
-is migrated on first use, another database with migrations to apply is refused."""
+ingests each recording again as it changes (blobviewer.ingest.watch). A recording is read a
+record at a time, and a record over `--max-record` is skipped with a line that says so
+(blobviewer.ingest.importers.json_lines).
+On a terminal a progress line is rewritten in place below the per-file lines
+(blobviewer.ingest.progress); piped, the output is the per-file lines and the summary only.
+Before anything is read, the database is checked (blobviewer.ingest.database_ready): the
+data directory's own SQLite database is migrated on first use, another database with
+migrations to apply is refused."""
 
 from __future__ import annotations
 
+import argparse
 import tempfile
 import threading
 import time
@@ -24,15 +28,23 @@ from django.db import close_old_connections, connection
 
 from blobviewer.catalog.session_logs import KeptRecordings, kept_recordings
 from blobviewer.data_dir import blob_store
+from blobviewer.ingest import recording_files
 from blobviewer.ingest.agent_folders import RecordingFilter, describe_search, find_agent_folders
 from blobviewer.ingest.database_ready import DatabaseNotReady, prepare_database
 from blobviewer.ingest.errors import IngestError, NotARecording, OutdatedSession, SessionPruned
+from blobviewer.ingest.importers.json_lines import (
+    DEFAULT_MAX_RECORD,
+    SkippedRecord,
+    megabytes,
+    size_in_bytes,
+)
+from blobviewer.ingest.importers.long_lines import map_large_blocks
 from blobviewer.ingest.journal import settle_at_start
 from blobviewer.ingest.kept_recordings import keep_copies
 from blobviewer.ingest.options import IngestOptions
 from blobviewer.ingest.progress import ProgressLine, Unended, is_terminal
 from blobviewer.ingest.rebuild import rebuild_targets, still_outdated
-from blobviewer.ingest.recording_files import Opened, open_recording, recording_paths
+from blobviewer.ingest.recording_files import Opened, recording_paths
 from blobviewer.ingest.sessions import IngestResult, ingest_recordings
 from blobviewer.ingest.watch import Seen, WatchError, WatchRoot, follow, stop_on_signals
 from blobviewer.team.ownership import NoSuchUser, user_named
@@ -52,6 +64,7 @@ class _Tally:
     runs: int = 0
     runs_ingested: int = 0
     new_items: int = 0
+    over_max_record: int = 0  # records skipped
 
 
 @dataclass(frozen=True)
@@ -60,6 +73,7 @@ class _Run:
 
     store: BlobStore
     options: IngestOptions
+    max_record: int = DEFAULT_MAX_RECORD
     # With an object store: where each recording's copy is kept (blobviewer.ingest.kept_recordings)
     copies: KeptRecordings | None = None
     # Kept copies fetched for a rebuild: each is ingested as the recording it stands for
@@ -125,6 +139,15 @@ class Command(BaseCommand):
             help="ingest sessions that `prune` deleted again (they are skipped otherwise)",
         )
         parser.add_argument(
+            "--max-record",
+            type=_size,
+            default=DEFAULT_MAX_RECORD,
+            metavar="SIZE",
+            help="skip a record larger than SIZE (MB, or with a unit: 512K, 300M, 2G; "
+            f"default {megabytes(DEFAULT_MAX_RECORD)}) with a line naming its file, line and "
+            "size; the rest of the file is still ingested",
+        )
+        parser.add_argument(
             "--owner",
             metavar="USER",
             help="the user the sessions belong to: their API tokens may add to them "
@@ -133,6 +156,8 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        # A long record's strings grow in place and its memory goes back once it is read.
+        map_large_blocks()
         # A rebuild on a host without a session's recording fetches its kept copy here.
         with tempfile.TemporaryDirectory(prefix="blobviewer-ingest-") as scratch:
             self._scratch = Path(scratch)
@@ -148,6 +173,7 @@ class Command(BaseCommand):
         owner: str | None = None,
         rebuild: bool = False,
         rebuild_all: bool = False,
+        max_record: int = DEFAULT_MAX_RECORD,
         **options: Any,
     ) -> None:
         _check_flags(paths, agents=agents, watch=watch, rebuild=rebuild, rebuild_all=rebuild_all)
@@ -189,7 +215,7 @@ class Command(BaseCommand):
         present = [path for path in paths if path.exists()]
         sources = targets.copies if targets is not None else {}
         ingest_options = IngestOptions(force=force, owner=owner_user, rebuild=rebuild)
-        run = _Run(blob_store(), ingest_options, copies, sources)
+        run = _Run(blob_store(), ingest_options, max_record, copies, sources)
         stop = threading.Event()
         with stop_on_signals(stop):
             if watch:
@@ -306,7 +332,17 @@ class Command(BaseCommand):
         has one per run); True when nothing about it failed. *said* (watching) keeps the
         last outdated or pruned message of each session, so a recording that keeps
         growing says it once, not at every change, until something else happens to it."""
-        outcomes = _outcomes(path, run)
+        skipped: list[SkippedRecord] = []
+        outcomes = _outcomes(path, run, skipped)
+        for record in skipped:  # a line each, before what the rest of the file came to
+            key = f"{path}:{record.line}"
+            if said is None or said.get(key) != str(record):
+                tally.over_max_record += 1
+                self._say(str(record), error=True)
+            if said is not None:
+                said[key] = str(record)
+        if skipped and all(isinstance(outcome, NotARecording) for _, outcome in outcomes):
+            return True  # nothing but records over the cap: said above, not a failure
         return self._report(run.recording(path), named, prefix, tally, outcomes, said)
 
     def _report(
@@ -459,15 +495,14 @@ def _check_flags(
         raise CommandError("give the recordings to ingest: manage.py ingest PATH... (or --agents)")
 
 
-def _outcomes(path: Path, run: _Run) -> list[tuple[str, Any]]:
+def _outcomes(path: Path, run: _Run, skipped: list[SkippedRecord]) -> list[tuple[str, Any]]:
     """Ingest one recording: ingest_recordings' outcomes, a run's error or the file's as
-    an exception, never raised."""
+    an exception, never raised; the records over the cap go to *skipped*."""
     read_from = path
     path = run.recording(path)
     opened: Opened | None = None
     try:
-        if run.copies is not None:
-            opened = _open(read_from, path)  # what is ingested is what is kept
+        opened = _open(read_from, path, run.max_record, skipped)  # what is ingested is kept
         outcomes: list[tuple[str, Any]] = ingest_recordings(
             path, store=run.store, options=run.options, opened=opened
         )
@@ -501,10 +536,12 @@ def _keep(
     return outcomes
 
 
-def _open(read_from: Path, path: Path | str) -> Opened:
+def _open(
+    read_from: Path, path: Path | str, max_record: int, skipped: list[SkippedRecord]
+) -> Opened:
     """open_recording of *read_from*; errors name *path*, the recording it stands for."""
     try:
-        return open_recording(read_from)
+        return recording_files.open_recording(read_from, max_record=max_record, skipped=skipped)
     except IngestError as error:
         if read_from == path:
             raise
@@ -521,6 +558,15 @@ class _Pass(_Tally):
             notes += f" ({self.pruned} skipped: pruned sessions)"
         if self.outdated:
             notes += f" ({self.outdated} skipped: recorded by another importer version)"
+        if self.over_max_record:
+            notes += f" ({self.over_max_record} records skipped: over --max-record)"
         if self.runs:
             notes += f", {self.runs_ingested} of {self.runs} evaluation runs"
         return notes
+
+
+def _size(text: str) -> int:
+    try:
+        return size_in_bytes(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
