@@ -13,7 +13,10 @@ changes, ingest it again; a file whose last ingest failed is never marked as don
 
 Folders are watched recursively; a file given by name is watched through its folder (not
 recursively), so an agent that replaces the file (writes a new one and renames it over
-the old) is still followed.
+the old) is still followed; a file named through a symbolic link, through the folder of
+what it leads to as well. The file system's notifications enter linked folders too: a
+change there is ingested only as blobviewer.ingest.recording_files.Links allows (a link
+that leads out of the folders given is not followed unless `--follow-links`).
 """
 
 from __future__ import annotations
@@ -30,7 +33,12 @@ from types import FrameType
 import watchfiles
 
 from blobviewer.ingest.importers import folder_layout
-from blobviewer.ingest.recording_files import RECORDING_SUFFIXES, recording_paths
+from blobviewer.ingest.recording_files import (
+    RECORDING_SUFFIXES,
+    Links,
+    never_a_recording,
+    recording_paths,
+)
 
 # watchfiles yields a batch once no change came for STEP_MS, or after DEBOUNCE_MS of
 # changes that keep coming (an agent appending a line every few milliseconds): a busy
@@ -55,11 +63,14 @@ class WatchRoot:
     absolute: Path
     is_file: bool
     conversation: bool  # the PATH is itself one conversation folder (see folder_layout)
+    target: Path | None = None  # a file named through a link: what it leads to
 
     @classmethod
     def of(cls, path: Path) -> WatchRoot:
         conversation = path.is_dir() and folder_layout(path) is not None
-        return cls(path, path.absolute(), not path.is_dir(), conversation)
+        is_file = not path.is_dir()
+        target = path.resolve() if is_file and path.is_symlink() else None
+        return cls(path, path.absolute(), is_file, conversation, target)
 
     def shown(self, absolute: Path) -> Path:
         """*absolute* (a path under this root) the way the user named the root."""
@@ -69,7 +80,7 @@ class WatchRoot:
 
 
 def recordings_changed(
-    changed: Iterable[Path], roots: Sequence[WatchRoot]
+    changed: Iterable[Path], roots: Sequence[WatchRoot], links: Links | None = None
 ) -> list[tuple[Path, bool]]:
     """The recordings that *changed* (absolute paths watchfiles reported) belong to, as
     `(path, named)` pairs like recording_paths gives (named: a PATH the user gave itself),
@@ -78,29 +89,32 @@ def recordings_changed(
     A change is mapped the way recording_paths searches a folder: a file with a recording's
     suffix, or the conversation folder (blobviewer.ingest.importers.folder_layout) it is inside;
     hidden files and folders and blob stores (`blobs/`) are passed over; a folder that
-    appeared is searched, as its first files may have come before it was watched.
+    appeared is searched, as its first files may have come before it was watched. A
+    recording found in a folder is left out when *links* does not allow it (default: one
+    that leads out of the roots' folders).
     """
+    if links is None:
+        links = Links(root.given for root in roots)
     found: dict[Path, bool] = {}
     for path in changed:
         for root in roots:
-            for recording, named in _recordings_under(path, root):
-                found[recording] = found.get(recording, False) or named
+            for recording, named in _recordings_under(path, root, links):
+                if named or links.allows(recording):
+                    found[recording] = found.get(recording, False) or named
     return sorted(found.items())
 
 
-def _recordings_under(path: Path, root: WatchRoot) -> list[tuple[Path, bool]]:
+def _recordings_under(path: Path, root: WatchRoot, links: Links) -> list[tuple[Path, bool]]:
     if root.is_file:
-        return [(root.given, True)] if path == root.absolute and path.is_file() else []
+        named = path == root.absolute or (root.target is not None and path == root.target)
+        return [(root.given, True)] if named and path.is_file() else []
     if path != root.absolute and root.absolute not in path.parents:
         return []
     if root.conversation:
         return [(root.given, True)]
     if path == root.absolute:
         return []
-    parts = path.relative_to(root.absolute).parts
-    if any(part.startswith(".") or part == "blobs" for part in parts[:-1]) or parts[-1].startswith(
-        "."
-    ):
+    if never_a_recording(path.relative_to(root.absolute).parts):
         return []
     # Inside a conversation folder: the folder is the recording.
     for folder in path.parents:
@@ -111,7 +125,7 @@ def _recordings_under(path: Path, root: WatchRoot) -> list[tuple[Path, bool]]:
     if path.is_dir():
         if folder_layout(path) is not None:
             return [(root.shown(path), False)]
-        return [(root.shown(found), False) for found, _ in recording_paths([path])]
+        return [(root.shown(found), False) for found, _ in recording_paths([path], links=links)]
     if path.suffix in RECORDING_SUFFIXES and path.is_file():
         return [(root.shown(path), False)]
     return []
@@ -157,16 +171,20 @@ def follow(
     on_changes: Callable[[list[tuple[Path, bool]]], None],
     debounce_ms: int = DEBOUNCE_MS,
     step_ms: int = STEP_MS,
+    links: Links | None = None,
 ) -> None:
     """Watch *roots* until *stop* is set: once the watchers run, call `on_ready()` (the
     first ingest of what is there: changes made while it runs are kept, not lost), then
-    `on_changes(recordings)` with each batch of changed recordings (recordings_changed).
+    `on_changes(recordings)` with each batch of changed recordings (recordings_changed,
+    as *links* allows).
     Raises WatchError when a folder cannot be watched. Returns once *stop* is set; the
     callbacks should check it too, to stop between files.
     """
     folders = [root.absolute for root in roots if not root.is_file]
     # A file is watched through its folder, so a file replaced by a rename is still seen.
-    parents = sorted({root.absolute.parent for root in roots if root.is_file})
+    named = [root.absolute for root in roots if root.is_file]
+    named += [root.target for root in roots if root.target is not None]
+    parents = sorted({file.parent for file in named})
     batches: queue.Queue[list[Path] | BaseException] = queue.Queue()
     watchers = []
     for paths, recursive in ((folders, True), (parents, False)):
@@ -193,7 +211,7 @@ def follow(
             except queue.Empty:
                 continue
             changed = _drain(batch, batches)
-            recordings = recordings_changed(changed, roots)
+            recordings = recordings_changed(changed, roots, links)
             if recordings and not stop.is_set():
                 on_changes(recordings)
     finally:

@@ -5,7 +5,8 @@ recordings (files, or folders of them), each recognised by its content.
 this machine (blobviewer.ingest.agent_folders); `--watch` keeps running after the first pass and
 ingests each recording again as it changes (blobviewer.ingest.watch). A recording is read a
 record at a time, and a record over `--max-record` is skipped with a line that says so
-(blobviewer.ingest.importers.json_lines).
+(blobviewer.ingest.importers.json_lines); a symbolic link found in a folder is followed only
+inside the folders given unless `--follow-links` (blobviewer.ingest.recording_files.Links).
 On a terminal a progress line is rewritten in place below the per-file lines
 (blobviewer.ingest.progress); piped, the output is the per-file lines and the summary only.
 Before anything is read, the database is checked (blobviewer.ingest.database_ready): the
@@ -44,7 +45,7 @@ from blobviewer.ingest.kept_recordings import keep_copies
 from blobviewer.ingest.options import IngestOptions
 from blobviewer.ingest.progress import ProgressLine, Unended, is_terminal
 from blobviewer.ingest.rebuild import rebuild_targets, still_outdated
-from blobviewer.ingest.recording_files import Opened, recording_paths
+from blobviewer.ingest.recording_files import Links, Opened, recording_paths
 from blobviewer.ingest.sessions import IngestResult, ingest_recordings
 from blobviewer.ingest.watch import Seen, WatchError, WatchRoot, follow, stop_on_signals
 from blobviewer.team.ownership import NoSuchUser, user_named
@@ -73,6 +74,7 @@ class _Run:
 
     store: BlobStore
     options: IngestOptions
+    links: Links
     max_record: int = DEFAULT_MAX_RECORD
     # With an object store: where each recording's copy is kept (blobviewer.ingest.kept_recordings)
     copies: KeptRecordings | None = None
@@ -148,6 +150,13 @@ class Command(BaseCommand):
             "size; the rest of the file is still ingested",
         )
         parser.add_argument(
+            "--follow-links",
+            action="store_true",
+            help="follow symbolic links found in the folders given that lead outside them "
+            "(they are passed over, with a line each, unless this is given; a PATH given "
+            "that is itself a link is always followed)",
+        )
+        parser.add_argument(
             "--owner",
             metavar="USER",
             help="the user the sessions belong to: their API tokens may add to them "
@@ -174,6 +183,7 @@ class Command(BaseCommand):
         rebuild: bool = False,
         rebuild_all: bool = False,
         max_record: int = DEFAULT_MAX_RECORD,
+        follow_links: bool = False,
         **options: Any,
     ) -> None:
         _check_flags(paths, agents=agents, watch=watch, rebuild=rebuild, rebuild_all=rebuild_all)
@@ -215,13 +225,14 @@ class Command(BaseCommand):
         present = [path for path in paths if path.exists()]
         sources = targets.copies if targets is not None else {}
         ingest_options = IngestOptions(force=force, owner=owner_user, rebuild=rebuild)
-        run = _Run(blob_store(), ingest_options, max_record, copies, sources)
+        links = Links(present, follow=follow_links)
+        run = _Run(blob_store(), ingest_options, links, max_record, copies, sources)
         stop = threading.Event()
         with stop_on_signals(stop):
             if watch:
                 self._watch(present, accepts, run, stop)
                 return
-            files = self._files(present, accepts)
+            files = self._files(present, accepts, run)
             # Sessions a rebuild could not re-derive are listed before the summary.
             tally = self._first_pass(
                 files,
@@ -240,10 +251,17 @@ class Command(BaseCommand):
 
     # --- the first pass -------------------------------------------------------------------
 
-    @staticmethod
-    def _files(paths: list[Path], accepts: RecordingFilter | None) -> list[tuple[Path, bool]]:
-        files = recording_paths(paths)
+    def _files(
+        self, paths: list[Path], accepts: RecordingFilter | None, run: _Run
+    ) -> list[tuple[Path, bool]]:
+        """The recordings *paths* hold (each link not followed said in a line)."""
+        files = recording_paths(paths, links=run.links)
+        self._say_links(run.links)
         return files if accepts is None else [f for f in files if f[1] or accepts(f[0])]
+
+    def _say_links(self, links: Links) -> None:
+        for line in links.unsaid():
+            self._say(line)
 
     def _first_pass(
         self,
@@ -441,7 +459,7 @@ class Command(BaseCommand):
         started = time.monotonic()
 
         def first_pass() -> None:
-            self._first_pass(self._files(paths, accepts), run, stop, seen, said=said)
+            self._first_pass(self._files(paths, accepts, run), run, stop, seen, said=said)
             if not stop.is_set():
                 shown = ", ".join(str(path) for path in paths)
                 self.stdout.write(f"watching {shown} for changes (Ctrl-C to stop)")
@@ -453,6 +471,7 @@ class Command(BaseCommand):
             # transaction, which closing would end.
             if not connection.in_atomic_block:
                 close_old_connections()
+            self._say_links(run.links)
             for path, named in recordings:
                 if stop.is_set():
                     return
@@ -469,7 +488,7 @@ class Command(BaseCommand):
             self._flush()
 
         try:
-            follow(roots, stop=stop, on_ready=first_pass, on_changes=changed)
+            follow(roots, stop=stop, on_ready=first_pass, on_changes=changed, links=run.links)
         except WatchError as error:
             raise CommandError(str(error)) from None
         failed = f", {watched.failed} could not be ingested" if watched.failed else ""
