@@ -140,15 +140,21 @@ class Links:
     def allows(self, path: Path) -> bool:
         """Whether *path*, found in a folder searched or watched, may be read: it leads
         inside the folders, or links are followed. One that leads out is remembered with
-        the link it goes through (itself, or the linked folder it is in)."""
+        the link it goes through (itself, or the linked folder it is in), to be said when
+        that link could be a recording or hold some (a folder, or a recording's name)."""
         if self.follow:
             return True
         target = path.resolve()
         if self.inside(target):
             return True
         link = next((part for part in (path, *path.parents) if part.is_symlink()), path)
-        self._passed_over.setdefault(link, link.resolve())
+        if link.suffix in RECORDING_SUFFIXES or link.is_dir():
+            self._passed_over.setdefault(link, link.resolve())
         return False
+
+    def unsaid_any(self) -> bool:
+        """Whether a link not followed has yet to be said."""
+        return not self._said.issuperset(self._passed_over)
 
     def unsaid(self) -> list[str]:
         """A line for each link not followed that has not been said yet."""
@@ -188,15 +194,12 @@ def recording_paths(
                 continue  # inside a conversation folder: part of that recording
             if never_a_recording(candidate.relative_to(path).parts):
                 continue
-            recording_like = candidate.suffix in RECORDING_SUFFIXES
             # Only a link can lead out: the search enters no linked folder unless told to.
-            if (
-                candidate.is_symlink()
-                and (recording_like or candidate.is_dir())
-                and not links.allows(candidate)
-            ):
+            if candidate.is_symlink() and not links.allows(candidate):
                 continue
-            if candidate in folders or (recording_like and candidate.is_file()):
+            if candidate in folders or (
+                candidate.suffix in RECORDING_SUFFIXES and candidate.is_file()
+            ):
                 found.append((candidate, False))
     return found
 

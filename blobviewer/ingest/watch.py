@@ -116,6 +116,8 @@ def _recordings_under(path: Path, root: WatchRoot, links: Links) -> list[tuple[P
         return []
     if never_a_recording(path.relative_to(root.absolute).parts):
         return []
+    if not links.allows(path):  # before anything of it is read, even a folder's listing
+        return []
     # Inside a conversation folder: the folder is the recording.
     for folder in path.parents:
         if folder == root.absolute:
@@ -212,7 +214,8 @@ def follow(
                 continue
             changed = _drain(batch, batches)
             recordings = recordings_changed(changed, roots, links)
-            if recordings and not stop.is_set():
+            # A batch of links only is still a batch: on_changes says them.
+            if (recordings or (links is not None and links.unsaid_any())) and not stop.is_set():
                 on_changes(recordings)
     finally:
         stop.set()

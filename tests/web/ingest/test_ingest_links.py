@@ -38,8 +38,8 @@ def log(path: Path, session_id: uuid.UUID | None = None) -> uuid.UUID:
 
 class Layout:
     """A folder given (`given/`) and one beside it (`outside/`): in `given/`, a recording,
-    a link to another recording inside, a link to a recording outside, and a link to a
-    folder outside that holds one."""
+    a link to another recording inside, a link to a recording outside, a link to a folder
+    outside that holds one, and a link outside whose name is no recording's."""
 
     def __init__(self, root: Path) -> None:
         self.given = root / "given"
@@ -53,6 +53,8 @@ class Layout:
         self.file_link.symlink_to(self.outside / "elsewhere.jsonl")
         self.folder_link = self.given / "more"
         self.folder_link.symlink_to(self.outside / "folder")
+        # Not a recording's name: passed over in silence.
+        (self.given / "notes.txt").symlink_to(self.outside / "elsewhere.jsonl")
 
     def said(self) -> list[str]:
         return [
@@ -132,7 +134,9 @@ _OPENED: list[str] | None = None
 
 
 def _audit(event: str, args: tuple[Any, ...]) -> None:
-    if _OPENED is not None and event == "open" and isinstance(args[0], str | Path):
+    # A file opened, or a folder listed.
+    listed = event in ("open", "os.scandir", "os.listdir") and args
+    if _OPENED is not None and listed and isinstance(args[0], str | Path):
         _OPENED.append(str(args[0]))
 
 
@@ -160,7 +164,8 @@ def test_ingest_never_opens_what_a_link_leads_out_to_and_says_so(
     opened = opened_while(lambda: call_command("ingest", str(layout.given), stdout=out))
 
     assert str(layout.given / "sub" / "real.jsonl") in opened  # the hook sees what is read
-    assert not [path for path in opened if str(layout.outside) in path or "theirs" in path]
+    leads_out = (str(layout.outside), str(layout.file_link), str(layout.folder_link))
+    assert not [path for path in opened if path.startswith(leads_out)]
     assert [line for line in out.getvalue().splitlines() if "a link to" in line] == layout.said()
     assert set(Session.objects.values_list("id", flat=True)) == {layout.inside_id}
 
@@ -197,7 +202,10 @@ _LOG = os.environ.get("INGEST_TEST_OPENED")
 
 
 def _audit(event, args):
-    if event == "open" and isinstance(args[0], (str, bytes, os.PathLike)):
+    # A file opened, or a folder listed.
+    if event in ("open", "os.scandir", "os.listdir") and isinstance(
+        args[0], (str, bytes, os.PathLike)
+    ):
         with open(_LOG, "a", encoding="utf-8") as log:  # an open: audited, not logged twice
             log.write(os.fsdecode(args[0]) + "\\n")
 
@@ -228,10 +236,11 @@ def test_watching_never_opens_what_a_new_link_leads_out_to(tmp_path: Path) -> No
         assert opened.exists()  # the hook is in: it saw the command start
         (given / "theirs.jsonl").symlink_to(outside / "elsewhere.jsonl")
         (given / "more").symlink_to(outside / "folder")
+        # Said as soon as they are seen, with no recording of their own batch to ingest.
+        wait_until(lambda: watching.out().count(": a link to") == 2, 15, "two lines", watching)
         later_id = log(tmp_path / "later.jsonl")
-        (tmp_path / "later.jsonl").rename(given / "later.jsonl")  # after the links
+        (tmp_path / "later.jsonl").rename(given / "later.jsonl")
         watching.wait_for_items(later_id, 1)
-        wait_until(lambda: "more: a link to" in watching.out(), 15, "the folder's line", watching)
         (outside / "elsewhere.jsonl").write_text((outside / "elsewhere.jsonl").read_text())
         log(outside / "folder" / "deeper.jsonl")  # a change seen through the linked folder
         again_id = log(tmp_path / "again.jsonl")
@@ -248,7 +257,8 @@ def test_watching_never_opens_what_a_new_link_leads_out_to(tmp_path: Path) -> No
     ]
     reads = opened.read_text().splitlines()
     assert str(given / "later.jsonl") in reads  # the hook sees what is read
-    assert not [path for path in reads if str(outside) in path or "theirs" in path]
+    leads_out = (str(outside), str(given / "theirs.jsonl"), str(given / "more"))
+    assert not [path for path in reads if path.startswith(leads_out)]
 
 
 def test_the_command_follows_them_with_follow_links(tmp_path: Path) -> None:
