@@ -130,7 +130,6 @@ def files_to_search() -> list[Path]:
     return found
 
 
-@pytest.mark.xfail(reason="other owners are still removing references", strict=False)
 def test_nothing_cites_a_spec_or_issue_outside_the_repository():
     stale = []
     for path in files_to_search():

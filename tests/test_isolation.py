@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from isolation import GUARDED_DATA, REPO, SYSTEM_TMP
 
 INNER = '''

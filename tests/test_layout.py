@@ -50,8 +50,8 @@ def test_no_two_top_level_classes_or_functions_share_a_public_name() -> None:
     places: dict[str, set[str]] = defaultdict(set)
     for path in _modules():
         for node in ast.parse(path.read_text()).body:
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-                if not node.name.startswith("_") and node.name not in SHARED_BY_DESIGN:
-                    places[node.name].add(str(path.relative_to(REPO)))
+            named = isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+            if named and not node.name.startswith("_") and node.name not in SHARED_BY_DESIGN:
+                places[node.name].add(str(path.relative_to(REPO)))
     repeated = {name: sorted(where) for name, where in places.items() if len(where) > 1}
     assert repeated == {}
