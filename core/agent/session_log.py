@@ -7,7 +7,7 @@ further line is one history item with `type`, `seq` and `at` (docs/session-log.m
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -133,28 +133,27 @@ def parse_session_log(data: bytes, path: str | os.PathLike[str]) -> SessionLog:
     ends_with_newline = data.endswith(b"\n")
     if ends_with_newline:
         lines.pop()
-    log: SessionLog | None = None
-    for number, raw in enumerate(lines, start=1):
-        is_last = number == len(lines)
-        if not raw.strip():
-            raise SessionLogError(path, number, "empty line")
-        try:
-            # parse_json, not orjson.loads: lines with lone surrogates, which the writer
-            # escapes through the stdlib, must read back too.
-            record = parse_json(raw)
-        except JsonError as error:
-            if is_last and not ends_with_newline and log is not None:
-                log.torn_tail = True
-                break
-            raise SessionLogError(path, number, f"not JSON: {error}") from None
-        if not isinstance(record, dict):
-            raise SessionLogError(path, number, "each line must be a JSON object")
-        if log is None:
-            log = SessionLog(path, _header(path, record))
-            continue
-        log.records.append(_item(path, number, record))
-    if log is None:
-        raise SessionLogError(path, 1, "empty file: expected a session header line")
+    torn = False
+
+    def records() -> Iterator[tuple[int, Any]]:
+        nonlocal torn
+        for number, raw in enumerate(lines, start=1):
+            if not raw.strip():
+                raise SessionLogError(path, number, "empty line")
+            try:
+                # parse_json, not orjson.loads: lines with lone surrogates, which the
+                # writer escapes through the stdlib, must read back too.
+                record = parse_json(raw)
+            except JsonError as error:
+                # A torn last line (a crash mid-write) after the header is dropped.
+                if number == len(lines) > 1 and not ends_with_newline:
+                    torn = True
+                    return
+                raise SessionLogError(path, number, f"not JSON: {error}") from None
+            yield number, record
+
+    log = session_log_from_records(path, records())
+    log.torn_tail = torn
     return log
 
 
