@@ -153,6 +153,7 @@ def test_a_header_sorts_the_list_and_the_search_keeps_that_sort(page, live_serve
     page.locator("table.sessions th").get_by_role("link", name="Duration").click()
 
     expect(page).to_have_url(re.compile(r"\?sort=-duration$"))
+    page.wait_for_load_state("domcontentloaded")  # htmx (deferred) is running: typing searches
     titles = page.locator("table.sessions td.title")
     expect(titles).to_have_text(["slow run", "medium run", "quick run"])
 
