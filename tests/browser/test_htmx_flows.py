@@ -22,7 +22,7 @@ def test_it_opens_a_session_and_a_blob_in_place(page, live_server, sample_sessio
     page.click("text=Fix the build")
     session_url = f"{live_server.url}/sessions/{sample_session.id}/"
     expect(page).to_have_url(session_url)
-    page.wait_for_load_state("domcontentloaded")  # htmx (deferred) is running: a click opens in place
+    page.wait_for_load_state("domcontentloaded")  # htmx (deferred) runs: a click opens in place
     expect(page.locator("section.step")).to_have_count(4)
 
     page.locator("#step-3 a.blob-ref").click()
