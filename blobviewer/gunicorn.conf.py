@@ -27,6 +27,9 @@ if str(BASE_DIR) not in sys.path:
 from blobviewer.serve_preflight import server_settings  # noqa: E402
 
 _server = server_settings(os.environ)
+# Requests that wait on an object store take turns, one fewer than a worker's threads, so
+# a store that hangs leaves a thread for the pages that need no store (core.store.s3.client).
+os.environ.setdefault("BLOBVIEWER_S3_CONCURRENCY", str(max(1, _server.threads - 1)))
 
 wsgi_app = "blobviewer.wsgi:application"
 chdir = str(BASE_DIR)

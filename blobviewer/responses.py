@@ -40,6 +40,10 @@ def positive_int(value: str | None, default: int = 1) -> int:
     return number if number >= 1 else default
 
 
+# How long a client should wait before it asks again after a 503 (seconds).
+RETRY_AFTER_SECONDS = 30
+
+
 def plain_text(text: str, *, status: int = 200) -> HttpResponse:
     # encode_text keeps lone surrogates as the store does, instead of failing on them.
     response = HttpResponse(

@@ -111,6 +111,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "blobviewer.middleware.StoreUnavailableMiddleware",
     # Last, as axes requires: it turns a locked-out login into the 429 page.
     "axes.middleware.AxesMiddleware",
 ]

@@ -23,7 +23,7 @@ import sysconfig
 import tempfile
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -282,6 +282,17 @@ class SeaweedServer:
                 for path in Path(tempfile.gettempdir()).glob(f"seaweedfs-*-grpc-{port}.sock"):
                     with contextlib.suppress(OSError):
                         path.unlink()
+
+    @contextlib.contextmanager
+    def frozen(self) -> Iterator[None]:
+        """The server stopped in its tracks (SIGSTOP to its process group), as a host that
+        hangs: connections are accepted by the kernel and never answered. Resumed after."""
+        assert self.process is not None
+        os.killpg(self.process.pid, signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            os.killpg(self.process.pid, signal.SIGCONT)
 
     @staticmethod
     def _end(process: subprocess.Popen[bytes]) -> None:

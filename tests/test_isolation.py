@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 from isolation import GUARDED_DATA, REPO, SYSTEM_TMP
 
-INNER = '''
+INNER = """
 import os, tempfile
 from pathlib import Path
 
 def test_it_writes(request):
     Path({target!r}).parent.mkdir(parents=True, exist_ok=True)
     {write}
-'''
+"""
 
 
 @pytest.fixture

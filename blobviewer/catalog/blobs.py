@@ -37,6 +37,7 @@ from core.store import (
     BlobReader,
     BlobStore,
     BlobStoreError,
+    StoreUnavailable,
 )
 from core.store.blob_id import BlobId, blob_created_at, parse_blob_id
 from core.store.index import JsonIndex, TextIndex, open_index
@@ -146,6 +147,8 @@ def read_blob_facts(
     except (BlobNotFound, FileNotFoundError):
         row.missing = True
         row.size = None
+    except StoreUnavailable:
+        raise  # says nothing about the blob
     except (BlobStoreError, OSError) as error:
         row.error = str(error)[:500]
     return row
@@ -271,6 +274,8 @@ def blob_for_view(blob_id: uuid.UUID, *, store: BlobStore) -> ViewedBlob | None:
     row = Blob.objects.filter(id=blob_id).first()
     try:
         on_disk = store.exists_sync(blob_id)
+    except StoreUnavailable:
+        raise  # says nothing about the blob: never shown or saved as missing
     except BlobStoreError:
         on_disk = False
     if row is None:
@@ -299,9 +304,10 @@ def catalogued_blob(blob_id: uuid.UUID, *, store: BlobStore) -> Blob | None:
         return row
     try:
         on_disk = store.exists_sync(blob_id)
+    except StoreUnavailable:
+        raise  # says nothing about the blob: never shown or saved as missing
     except BlobStoreError:
         on_disk = False
     if not on_disk:
         return row
     return refresh_blob(blob_id, store=store, row=row)
-

@@ -45,7 +45,7 @@ from blobviewer.models import (
 )
 from core.store import BlobStore
 from core.store.blob_id import blob_created_at
-from core.store.errors import BlobStoreError
+from core.store.errors import BlobStoreError, StoreUnavailable
 
 # Ids per query: well under every database's limit on query parameters.
 _CHUNK = 500
@@ -124,6 +124,8 @@ def pruned_blob(blob_id: uuid.UUID, *, store: BlobStore) -> PrunedBlob | None:
         return None
     try:
         back = store.exists_sync(blob_id)
+    except StoreUnavailable:
+        raise  # not an answer: the page says the store is not answering
     except BlobStoreError:
         back = False
     return None if back else tombstone

@@ -28,7 +28,7 @@ from blobviewer.responses import plain_text, positive_int, render_page
 from blobviewer.team.sharing import new_share, share_url
 from core.inspect_tool import InspectError, inspect_blob
 from core.selectors import SelectorError, escape_surrogates
-from core.store import BlobNotFound, BlobReader, BlobStoreError
+from core.store import BlobNotFound, BlobReader, BlobStoreError, StoreUnavailable
 
 # A blob opened in place on a session's timeline replaces the slot under its item; its
 # fragment then keeps targeting that slot and leaves the address bar alone.
@@ -73,6 +73,8 @@ def blob_view_context(
             status = 400
         except BlobNotFound:  # vanished since it was indexed; the page says so, unsaved
             blob = as_missing(blob)
+        except StoreUnavailable:
+            raise  # a 503 (blobviewer.middleware), not a damaged blob
         except BlobStoreError as error:  # damaged: say so on the page, not with a 500
             blob.error = str(error)
     # What the box shows again: a lone surrogate (which the parser refused) escaped, as
@@ -167,6 +169,8 @@ def raw_response(blob_id: uuid.UUID) -> StreamingHttpResponse:
     outlive a revoked share and lose these headers); never sniffed into HTML."""
     try:
         blob = blob_store().open_sync(blob_id)
+    except StoreUnavailable:
+        raise
     except (BlobStoreError, OSError):
         raise Http404("The store has no blob with this id.") from None
     is_json = blob.kind == "json"

@@ -13,6 +13,7 @@ upload leaves no trace. No message sent to a client names a path on the server.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import tempfile
@@ -46,7 +47,9 @@ from core.agent.session_log import SessionLog, SessionLogError, read_session_log
 from core.content import Content, Structured, Text, decode_text
 from core.json_values import JsonError, parse_json
 from core.store.blob_id import BlobId, parse_blob_id
-from core.store.errors import BlobStoreError
+from core.store.errors import BlobStoreError, StoreUnavailable
+
+logger = logging.getLogger(__name__)
 
 # A raw body is one session log; these are the types JSON Lines goes by.
 RAW_LOG_TYPES = ("application/x-ndjson", "application/jsonl", "text/plain")
@@ -186,10 +189,11 @@ def save_upload(upload: Upload, *, owner: AbstractBaseUser) -> UploadResult:
         if isinstance(error, LogDiverges):
             raise UploadError(str(error), status=409) from None
         if isinstance(error, BlobStoreError):  # e.g. the object store cannot be reached
+            # The store's error may name its endpoint or bucket: the log has it, not the agent.
+            logger.warning("upload of session %s: %s", upload.log.id, error)
+            said = "is not answering" if isinstance(error, StoreUnavailable) else "failed"
             raise UploadError(
-                f"the blob store failed, nothing was recorded; send it again later "
-                f"({_without_server_paths(str(error))})",
-                status=503,
+                f"the blob store {said}; nothing was recorded, send it again later", status=503
             ) from None
         if isinstance(error, LogBusy):
             raise UploadError(

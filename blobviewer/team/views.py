@@ -25,7 +25,7 @@ from blobviewer.data_dir import blob_store
 from blobviewer.forms import ApiTokenForm, ShareLinkForm
 from blobviewer.models import ApiToken, Blob, ShareLink
 from blobviewer.reader.views import add_blob_page_extras, blob_view_context, raw_response
-from blobviewer.responses import plain_text, render_page
+from blobviewer.responses import RETRY_AFTER_SECONDS, plain_text, render_page
 from blobviewer.team.sharing import back_to_blob, share_url
 from blobviewer.team.uploads import UploadError, received_upload, save_upload
 
@@ -63,7 +63,10 @@ def api_ingest(request: HttpRequest) -> HttpResponse:
             result = save_upload(upload, owner=token.user)
     except UploadError as error:
         # One line, ended, so that curl prints it as a line.
-        return plain_text(error.message + "\n", status=error.status)
+        response = plain_text(error.message + "\n", status=error.status)
+        if error.status == 503:
+            response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+        return response
     url = request.build_absolute_uri(result.session.get_absolute_url())
     response = JsonResponse(
         {

@@ -23,6 +23,7 @@ from core.store.errors import (
     BlobStoreError,
     IndexUnusable,
     InvalidBlobId,
+    StoreUnavailable,
 )
 from core.store.fs import TEMP_PREFIX, FsBlobStore
 
@@ -41,6 +42,7 @@ __all__ = [
     "FsBlobStore",
     "IndexUnusable",
     "InvalidBlobId",
+    "StoreUnavailable",
     "open_store",
 ]
 

@@ -23,6 +23,12 @@ class BlobIOError(BlobStoreError, OSError):
     """The file system refused a read or a write."""
 
 
+class StoreUnavailable(BlobIOError):
+    """The store did not answer: a timeout, a refused connection, an overloaded or failing
+    server. Nothing is known about the blob; try again later. The message says what was
+    being done, never where the store is."""
+
+
 class IndexUnusable(Exception):
     """An index, or the blob it describes, is not what its reader expected (stale,
     damaged, shorter); the caller reads the blob without the index."""

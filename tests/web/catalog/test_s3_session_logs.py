@@ -284,6 +284,6 @@ def test_an_upload_the_object_store_refuses_answers_503_naming_no_bucket(
 
     assert response.status_code == 503
     message = response.content.decode()
-    assert message.startswith("the blob store failed, nothing was recorded; send it again later")
+    assert message.startswith("the blob store failed; nothing was recorded, send it again later")
     assert "no-such-bucket-here" not in message
     assert not Session.objects.exists()

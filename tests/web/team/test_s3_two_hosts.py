@@ -25,8 +25,8 @@ import pytest
 
 from core.content import Text
 from core.store import FsBlobStore, open_store
+from web.production import LEAKY, free_port, own_database
 from web.records import BUILD_LOG, record_sample_session
-from web.test_production_server import LEAKY, free_port, server_database  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[3]
 PASSWORD = "correct-horse-battery"
@@ -112,11 +112,13 @@ def stop(host: Host) -> None:
 
 
 @pytest.fixture
-def hosts(
-    tmp_path: Path,
-    server_database: str,  # noqa: F811 (the fixture imported above)
-    s3_place,
-) -> Iterator[tuple[Host, Host]]:
+def server_database(tmp_path: Path) -> Iterator[str]:
+    with own_database(tmp_path) as database_url:
+        yield database_url
+
+
+@pytest.fixture
+def hosts(tmp_path: Path, server_database: str, s3_place) -> Iterator[tuple[Host, Host]]:
     env_a = host_env(tmp_path, "host-a", database_url=server_database, place=s3_place)
     env_b = host_env(tmp_path, "host-b", database_url=server_database, place=s3_place)
     migrated = manage(env_a, "migrate", "--no-input")
