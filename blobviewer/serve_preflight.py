@@ -17,6 +17,9 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from core.store.errors import BlobStoreError
+from core.store.s3.client import client_limits
+
 # The same words as blobviewer.settings._env_bool.
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
@@ -83,6 +86,10 @@ def check(env: Mapping[str, str]) -> ServerSettings:
             "ALLOWED_HOSTS is not set: set it to the host names people reach the site by, "
             "e.g. ALLOWED_HOSTS=blobs.example.com"
         )
+    try:
+        client_limits(env)  # the object store's timeouts, tries and turns
+    except BlobStoreError as error:
+        raise PreflightError(str(error)) from None
     return server_settings(env)
 
 

@@ -65,9 +65,11 @@ if BLOBVIEWER_BLOBS and not BLOBVIEWER_BLOBS.startswith("s3://"):
 if BLOBVIEWER_BLOBS:
     from core.store.errors import BlobStoreError
     from core.store.s3 import parse_s3_url  # boto3 is imported only when a store is made
+    from core.store.s3.client import client_limits
 
     try:
         parse_s3_url(BLOBVIEWER_BLOBS)
+        client_limits(os.environ)  # BLOBVIEWER_S3_*: the timeouts, tries and turns
     except BlobStoreError as error:
         raise ImproperlyConfigured(f"BLOBVIEWER_BLOBS: {error}") from None
 

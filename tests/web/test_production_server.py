@@ -21,6 +21,7 @@ import pytest
 
 from core.content import Text
 from core.store import FsBlobStore
+from core.store.s3.client import LIMITS
 from web.production import (
     FAILURE_LIMIT,
     HOST,
@@ -134,6 +135,10 @@ def test_make_serve_runs_gunicorn_behind_an_https_proxy(server: Server):
         ({"WEB_CONCURRENCY": "many"}, "WEB_CONCURRENCY must be a whole number, got 'many'"),
         ({"GUNICORN_THREADS": "0"}, "GUNICORN_THREADS must be between 1 and 256, got 0"),
         ({"BIND": "", "PORT": "http"}, "PORT must be a whole number, got 'http'"),
+        (
+            {"BLOBVIEWER_S3_READ_TIMEOUT": "soon"},
+            "BLOBVIEWER_S3_READ_TIMEOUT must be a number of seconds above 0, not 'soon'",
+        ),
     ],
 )
 def test_make_serve_refuses_a_bad_environment_in_one_line_before_anything_runs(
@@ -241,6 +246,7 @@ def test_the_readme_names_every_environment_variable_the_site_reads():
     # The object store's, which boto3 reads (blobviewer/data_dir.py names them).
     data_dir_py = (ROOT / "blobviewer" / "data_dir.py").read_text()
     names |= set(re.findall(r'"(AWS_[A-Z_]+)"', data_dir_py))
+    names |= set(LIMITS)  # the object store client's timeouts, tries and turns
     assert {"DEBUG", "DATABASE_URL", "BLOBVIEWER_PROXY_COUNT", "GUNICORN_THREADS"} <= names
     assert {"BLOBVIEWER_BLOBS", "AWS_ENDPOINT_URL", "AWS_REGION"} <= names
 

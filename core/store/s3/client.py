@@ -151,10 +151,11 @@ def client_limits(environ: Any) -> dict[str, Any]:
             value = kind(text)
         except ValueError:
             value = -1
-        floor = 0 if name == "BLOBVIEWER_S3_CONCURRENCY" else 1e-9
-        if not value >= floor or value == float("inf"):
+        zero_allowed = name == "BLOBVIEWER_S3_CONCURRENCY"
+        if not (value >= 0 if zero_allowed else value > 0) or value == float("inf"):
             what = "a whole number" if kind is int else "a number of seconds"
-            raise BlobStoreError(f"{name} must be {what} above {floor:g}, not {text!r}")
+            floor = "0 or more" if zero_allowed else "above 0"
+            raise BlobStoreError(f"{name} must be {what} {floor}, not {text!r}")
         limits[name] = value
     return limits
 
