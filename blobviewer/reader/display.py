@@ -49,15 +49,13 @@ from core.selectors import (
     Selector,
     Slice,
     ValueView,
-    View,
     apply_step,
     apply_steps,
     escape_surrogates,
-    evaluate,
 )
 from core.store import BlobCorrupt, BlobStore, BlobStoreError
-from core.store.index import IndexUnusable, JsonIndex, TextIndex, open_index
-from core.store.index.selection import NotIndexed, materialize, select
+from core.store.index import TextIndex, open_index
+from core.store.index.selection import selected_view
 from core.wording import plural
 
 LINES_PER_PAGE = 500
@@ -118,7 +116,7 @@ def blob_page(blob: Blob, selector: Selector, *, store: BlobStore, start: int = 
         page = _rendered_json_page(blob, start=start)
         if page is not None:
             return page
-    view = _selected_view(blob, selector, store=store)
+    view = selected_view(store, blob.id, selector, grep_page=GREP_PAGE)
     if isinstance(view, ValueView) and isinstance(view.value, str) and view.start is None:
         # A string reached by key: reads as text, with its own line numbers.
         view = apply_step(Lines(1, None), view, reached=str(selector))
@@ -131,25 +129,6 @@ def blob_page(blob: Blob, selector: Selector, *, store: BlobStore, start: int = 
     if isinstance(view, KeysView):
         return _keys_page(view, selector)
     return _json_page(view, selector, start=start)
-
-
-def _selected_view(blob: Blob, selector: Selector, *, store: BlobStore) -> View:
-    """What *selector* selects, as core.selectors.evaluate gives it; for a JSON blob read
-    through its index, so only the parts selected are read and parsed."""
-    if selector.steps and store.stat_sync(blob.id).kind == "json":
-        try:
-            index = open_index(store, blob.id, min_bytes=store.index_min_bytes)
-        except BlobStoreError:
-            raise
-        except OSError as error:
-            raise BlobStoreError(f"cannot read blob {blob.id}: {error.strerror}") from None
-        if isinstance(index, JsonIndex):
-            try:
-                with index:
-                    return materialize(index, select(index, selector))
-            except (IndexUnusable, NotIndexed):
-                pass  # damaged or stale after all: read the blob itself
-    return evaluate(selector, store.load_sync(blob.id), grep_page=GREP_PAGE)
 
 
 # --- text ----------------------------------------------------------------------------------
