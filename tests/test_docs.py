@@ -38,7 +38,7 @@ LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
 FENCE = re.compile(r"^```.*?^```", re.MULTILINE | re.DOTALL)
 HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
 # What no file may say: the contract lives in docs/, and the fixtures in tests/fixtures.
-STALE = re.compile(r"SPEC [0-9]|[Ii]ssue [0-9]|shared/fixtures|BLOBVIEWER_FIXTURES")
+STALE = re.compile(r"SPEC [0-9]|[Ii]ssue [0-9]|shared[/]fixtures|BLOBVIEWER_FIXTURE[S]")
 SKIPPED_DIRS = {".git", ".venv", "node_modules", "__pycache__", ".mypy_cache", ".ruff_cache"}
 
 
