@@ -24,7 +24,7 @@ class Session(models.Model):
     model = models.CharField(max_length=200, blank=True)
     meta = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField()
-    source_path = models.CharField(max_length=1000, blank=True)
+    source_path = models.CharField(max_length=1000, blank=True, db_index=True)
     # Importers for other formats say what they were read from (e.g. "claude-code").
     source_format = models.CharField(max_length=50, default="blobviewer")
     item_count = models.PositiveIntegerField(default=0)
@@ -403,3 +403,23 @@ class SearchedBlob(models.Model):
     @property
     def complete(self) -> bool:
         return self.indexed_bytes >= self.total_bytes
+
+
+class IngestedFile(models.Model):
+    """A recording file as it was when `manage.py ingest` last read it without an error
+    (blobviewer.ingest.unchanged): its identity, size, modification time and a digest of
+    its first and last bytes, what shaped the ingest (importer versions, options), and
+    how many sessions came from it. A file that still matches all of it is not read again."""
+
+    path = models.CharField(max_length=1000, unique=True)
+    device = models.BigIntegerField()
+    inode = models.BigIntegerField()
+    size = models.BigIntegerField()
+    mtime_ns = models.BigIntegerField()
+    edges = models.CharField(max_length=64)  # digest of the first and last EDGE bytes
+    shape = models.CharField(max_length=64)
+    sessions = models.PositiveIntegerField()
+    ingested_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return self.path

@@ -1,4 +1,5 @@
-"""The live progress line `manage.py ingest` shows on a terminal.
+"""The live progress line `manage.py ingest` shows on a terminal, and the tallies of its
+summary line.
 
 One line, rewritten in place with a carriage return as files are ingested: files done of
 the total, new items so far and their rate, and the file being read. Other output (the
@@ -11,6 +12,7 @@ from __future__ import annotations
 import shutil
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -103,3 +105,38 @@ class ProgressLine:
             self._stream.write("\r" + ERASE)
             self._stream.flush()
             self._shown = False
+
+
+@dataclass
+class Tally:
+    """What a pass (or a watch) did, for its summary line."""
+
+    ingested: int = 0
+    failed: int = 0
+    skipped: int = 0
+    pruned: int = 0
+    outdated: int = 0
+    runs: int = 0
+    runs_ingested: int = 0
+    new_items: int = 0
+    over_max_record: int = 0  # records skipped
+    unchanged: int = 0  # files not read: as their last ingest left them
+
+
+@dataclass
+class PassTally(Tally):
+    done: int = 0  # files handled (all of them unless stopped)
+
+    def notes(self) -> str:
+        notes = f" ({self.unchanged} unchanged, not read)" if self.unchanged else ""
+        if self.skipped:
+            notes += f" ({self.skipped} skipped: not recordings)"
+        if self.pruned:
+            notes += f" ({self.pruned} skipped: pruned sessions)"
+        if self.outdated:
+            notes += f" ({self.outdated} skipped: recorded by another importer version)"
+        if self.over_max_record:
+            notes += f" ({self.over_max_record} records skipped: over --max-record)"
+        if self.runs:
+            notes += f", {self.runs_ingested} of {self.runs} evaluation runs"
+        return notes

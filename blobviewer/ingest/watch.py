@@ -133,38 +133,6 @@ def _recordings_under(path: Path, root: WatchRoot, links: Links) -> list[tuple[P
     return []
 
 
-class Seen:
-    """What each recording was like when it was last ingested without an error, so a
-    change event that changed nothing (a file's attributes, or a change the first pass
-    already read) does not ingest it again. Take the key *before* reading the file: a
-    write during the ingest then makes the next key differ, and the file is read again."""
-
-    def __init__(self) -> None:
-        self._keys: dict[Path, tuple[int, int, int, int]] = {}
-
-    @staticmethod
-    def key(path: Path) -> tuple[int, int, int, int] | None:
-        """The file's identity, size and modification time; None for a folder (a
-        conversation folder's files change, not the folder) or a file that is gone."""
-        try:
-            status = path.stat()
-        except OSError:
-            return None
-        if not path.is_file():
-            return None
-        return (status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns)
-
-    def unchanged(self, path: Path, key: tuple[int, int, int, int] | None) -> bool:
-        return key is not None and self._keys.get(path) == key
-
-    def remember(self, path: Path, key: tuple[int, int, int, int] | None) -> None:
-        if key is not None:
-            self._keys[path] = key
-
-    def forget(self, path: Path) -> None:
-        self._keys.pop(path, None)
-
-
 def follow(
     roots: Sequence[WatchRoot],
     *,

@@ -43,29 +43,16 @@ from blobviewer.ingest.importers.long_lines import map_large_blocks
 from blobviewer.ingest.journal import settle_at_start
 from blobviewer.ingest.kept_recordings import keep_copies
 from blobviewer.ingest.options import IngestOptions
-from blobviewer.ingest.progress import ProgressLine, Unended, is_terminal
+from blobviewer.ingest.progress import PassTally, ProgressLine, Tally, Unended, is_terminal
 from blobviewer.ingest.rebuild import rebuild_targets, still_outdated
 from blobviewer.ingest.recording_files import Links, Opened, recording_paths
 from blobviewer.ingest.sessions import IngestResult, ingest_recordings
-from blobviewer.ingest.watch import Seen, WatchError, WatchRoot, follow, stop_on_signals
+from blobviewer.ingest.unchanged import Seen, ingest_shape
+from blobviewer.ingest.watch import WatchError, WatchRoot, follow, stop_on_signals
+from blobviewer.search.indexing import blob_bytes_limit
 from blobviewer.team.ownership import NoSuchUser, user_named
 from core.store import BlobStore
 from core.store.errors import BlobStoreError
-
-
-@dataclass
-class _Tally:
-    """What a pass (or a watch) did, for its summary line."""
-
-    ingested: int = 0
-    failed: int = 0
-    skipped: int = 0
-    pruned: int = 0
-    outdated: int = 0
-    runs: int = 0
-    runs_ingested: int = 0
-    new_items: int = 0
-    over_max_record: int = 0  # records skipped
 
 
 @dataclass(frozen=True)
@@ -86,6 +73,17 @@ class _Run:
     def recording(self, path: Path) -> Path:
         """The recording *path* stands for: itself, or the source of a kept copy."""
         return self.sources.get(path, path)  # type: ignore[return-value]  # a str: see above
+
+    @property
+    def seen(self) -> Seen:
+        """The marks of the files ingested with these options (blobviewer.ingest.unchanged)."""
+        return Seen(ingest_shape(self.options.policy, self.max_record, blob_bytes_limit()))
+
+    @property
+    def reads_all(self) -> bool:
+        """Whether every file is read, unchanged or not: a rebuild re-derives its
+        sessions, --force ingests pruned ones again."""
+        return self.options.rebuild or self.options.force
 
 
 class Command(BaseCommand):
@@ -268,21 +266,20 @@ class Command(BaseCommand):
         files: list[tuple[Path, bool]],
         run: _Run,
         stop: threading.Event,
-        seen: Seen | None = None,
         before_summary: Callable[[], Iterable[str]] = tuple,
         said: dict[str, str] | None = None,
-    ) -> _Pass:
+    ) -> PassTally:
         """Ingest *files* in order, a line each (then *before_summary*'s lines) and the
-        summary; stops between files once *stop* is set. *seen* (watching) remembers the
-        files ingested without an error."""
+        summary; stops between files once *stop* is set. A file as its last ingest left
+        it is not read (blobviewer.ingest.unchanged)."""
         started = time.monotonic()
-        tally = _Pass()
+        tally = PassTally()
         progress = (
             ProgressLine(Unended(self.stdout), len(files)) if is_terminal(self.stdout) else None
         )
         self._progress = progress
         try:
-            self._in_turn(files, run, stop, tally, seen, said)
+            self._in_turn(files, run, stop, tally, said)
         finally:
             if progress is not None:
                 progress.clear()
@@ -300,23 +297,31 @@ class Command(BaseCommand):
         files: list[tuple[Path, bool]],
         run: _Run,
         stop: threading.Event,
-        tally: _Pass,
-        seen: Seen | None,
+        tally: PassTally,
         said: dict[str, str] | None,
     ) -> None:
         """The files one after the other, in this process."""
+        seen = run.seen
         for number, (path, named) in enumerate(files, start=1):
             if stop.is_set():
                 break
             self._show_progress(number, tally, path)
-            key = Seen.key(path)
+            mark = seen.key(path)
             prefix = f"[{number}/{len(files)}] "
-            ok = self._ingest(path, named, prefix, tally, run, said)
-            if ok and seen is not None:
-                seen.remember(path, key)
+            if not run.reads_all and seen.unchanged(path, mark):
+                tally.ingested += 1
+                tally.unchanged += 1
+                self._say(f"{prefix}{path}: unchanged since its last ingest", quiet=True)
+            else:
+                failed = tally.failed
+                self._ingest(path, named, prefix, tally, run, said)
+                if tally.failed == failed:
+                    seen.remember(path, mark)
+                else:  # read again next time, however it failed
+                    seen.forget(path)
             tally.done = number
 
-    def _show_progress(self, number: int, tally: _Tally, path: Path) -> None:
+    def _show_progress(self, number: int, tally: Tally, path: Path) -> None:
         """On a terminal: file *number* (*path*) is next."""
         if self._progress is not None:
             self._progress.update(done=number - 1, items=tally.new_items, current=path)
@@ -342,7 +347,7 @@ class Command(BaseCommand):
         path: Path,
         named: bool,
         prefix: str,
-        tally: _Tally,
+        tally: Tally,
         run: _Run,
         said: dict[str, str] | None = None,
     ) -> bool:
@@ -368,7 +373,7 @@ class Command(BaseCommand):
         path: Path,
         named: bool,
         prefix: str,
-        tally: _Tally,
+        tally: Tally,
         outcomes: list[tuple[str, Any]],
         said: dict[str, str] | None = None,
     ) -> bool:
@@ -453,13 +458,13 @@ class Command(BaseCommand):
     ) -> None:
         """The first pass over *paths*, then each changed recording again, until *stop*."""
         roots = [WatchRoot.of(path) for path in paths]
-        seen = Seen()
+        seen = run.seen
         said: dict[str, str] = {}
-        watched = _Tally()
+        watched = Tally()
         started = time.monotonic()
 
         def first_pass() -> None:
-            self._first_pass(self._files(paths, accepts, run), run, stop, seen, said=said)
+            self._first_pass(self._files(paths, accepts, run), run, stop, said=said)
             if not stop.is_set():
                 shown = ", ".join(str(path) for path in paths)
                 self.stdout.write(f"watching {shown} for changes (Ctrl-C to stop)")
@@ -477,12 +482,12 @@ class Command(BaseCommand):
                     return
                 if accepts is not None and not named and not accepts(path):
                     continue
-                key = Seen.key(path)
-                if seen.unchanged(path, key):
+                mark = seen.key(path)
+                if not run.reads_all and seen.unchanged(path, mark):
                     continue  # e.g. a change the first pass already read
                 prefix = f"[{time.strftime('%H:%M:%S')}] "
                 if self._ingest(path, named, prefix, watched, run, said):
-                    seen.remember(path, key)
+                    seen.remember(path, mark)
                 else:  # read again on its next change, however it failed
                     seen.forget(path)
             self._flush()
@@ -565,23 +570,6 @@ def _open(
         if read_from == path:
             raise
         raise type(error)(str(path), error.line, error.message, detail=error.detail) from None
-
-
-@dataclass
-class _Pass(_Tally):
-    done: int = 0  # files handled (all of them unless stopped)
-
-    def notes(self) -> str:
-        notes = f" ({self.skipped} skipped: not recordings)" if self.skipped else ""
-        if self.pruned:
-            notes += f" ({self.pruned} skipped: pruned sessions)"
-        if self.outdated:
-            notes += f" ({self.outdated} skipped: recorded by another importer version)"
-        if self.over_max_record:
-            notes += f" ({self.over_max_record} records skipped: over --max-record)"
-        if self.runs:
-            notes += f", {self.runs_ingested} of {self.runs} evaluation runs"
-        return notes
 
 
 def _size(text: str) -> int:

@@ -11,7 +11,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from blobviewer.ingest.sessions import ingest_session
-from blobviewer.models import Blob, BlobRef, Item, Session
+from blobviewer.models import Blob, BlobRef, IngestedFile, Item, Session
 from core.content import Text
 from web.records import BUILD_LOG, header, record_sample_session, tool_result_item, user_item
 
@@ -75,9 +75,12 @@ def test_it_is_idempotent(sample_log):
     ingest(sample_log.path)
     before = (Item.objects.count(), BlobRef.objects.count(), Blob.objects.count())
 
+    unchanged, _ = ingest(sample_log.path)
+    IngestedFile.objects.all().delete()  # read again: ingest itself must add nothing
     out, _ = ingest(sample_log.path)
 
     assert (Item.objects.count(), BlobRef.objects.count(), Blob.objects.count()) == before
+    assert ": unchanged since its last ingest" in unchanged
     assert "+0 items (9 in all)" in out
 
 

@@ -84,7 +84,7 @@ def test_on_a_terminal_files_that_added_nothing_are_counted_not_listed(logs: lis
     lines = shown(ingest(*logs, stdout=Terminal()))
 
     assert len(lines) == 1
-    assert lines[0].startswith("3 of 3 files ingested, 0 new items")
+    assert lines[0].startswith("3 of 3 files ingested (3 unchanged, not read), 0 new items")
 
 
 def test_piped_the_output_is_the_per_file_lines_and_the_summary(logs: list[Path]) -> None:
@@ -99,7 +99,7 @@ def test_piped_the_output_is_the_per_file_lines_and_the_summary(logs: list[Path]
     assert len(lines) == 4
 
     again = ingest(*logs, stdout=StringIO()).splitlines()
-    assert again[0] == f"[1/3] {logs[0]}: +0 items (3 in all), 0 blobs"
+    assert again[0] == f"[1/3] {logs[0]}: unchanged since its last ingest"
 
 
 class Clock:

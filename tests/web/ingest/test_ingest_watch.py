@@ -26,7 +26,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from blobviewer.ingest.importers import OUR_FORMAT, holds_runs, load_runs, load_sniffed, sniff
-from blobviewer.ingest.watch import Seen, WatchRoot, follow, recordings_changed, stop_on_signals
+from blobviewer.ingest.watch import WatchRoot, follow, recordings_changed, stop_on_signals
 from blobviewer.management.commands import ingest as ingest_command
 from blobviewer.models import Session
 from core.agent.session_log import parse_session_log
@@ -311,23 +311,6 @@ def test_a_named_file_is_followed_alone_and_shown_as_it_was_named(
 
     changed = [tmp_path / "run.jsonl", tmp_path / "other.jsonl"]
     assert recordings_changed(changed, roots) == [(Path("run.jsonl"), True)]
-
-
-def test_a_file_is_seen_unchanged_only_while_its_size_and_time_are_the_same(
-    tmp_path: Path,
-) -> None:
-    path = tmp_path / "run.jsonl"
-    path.write_text("{}\n")
-    seen = Seen()
-    key = Seen.key(path)
-    seen.remember(path, key)
-    assert seen.unchanged(path, Seen.key(path))
-
-    append(path, b"{}\n")
-    assert not seen.unchanged(path, Seen.key(path))
-    seen.forget(path)
-    assert not seen.unchanged(path, key)
-    assert Seen.key(tmp_path) is None  # a folder: its files change, not it
 
 
 # --- the loop ---------------------------------------------------------------------------------

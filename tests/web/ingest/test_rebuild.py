@@ -19,7 +19,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 
 from blobviewer.ingest.importers import claude_code, load_recording
-from blobviewer.models import BlobRef, Item, Session
+from blobviewer.models import BlobRef, IngestedFile, Item, Session
 from importers.recordings import CLAUDE_CODE, SWE_AGENT_CLASSIC, claude_line, write_jsonl
 from web.records import SampleSession
 
@@ -68,6 +68,7 @@ def make_it_old(session_id: Any, path: Path) -> None:
     Session.objects.filter(id=session_id).update(
         importer_version=0, step_count=0, error_count=0, status="", started_at=None
     )
+    IngestedFile.objects.all().delete()  # that importer's ingest left marks of its own shape
 
 
 @pytest.fixture
@@ -117,6 +118,7 @@ def test_a_plain_reingest_of_an_unchanged_recording_adds_nothing(claude, data_di
     session = claude_session()
     before = list(Item.objects.order_by("seq").values_list("pk", "seq", "digest", *TOKENS))
     blobs = blob_files(data_dir)
+    IngestedFile.objects.all().delete()  # read again: ingest itself must add nothing
 
     out, err = ingest(claude)
 
@@ -138,6 +140,7 @@ def test_items_are_keyed_by_their_source_records_not_by_the_importers_output(
         ]
 
     monkeypatch.setattr(claude_code, "load", _wrapped(claude_code.load, louder))
+    IngestedFile.objects.all().delete()  # read again: ingest itself must add nothing
 
     out, err = ingest(claude)
 
@@ -214,6 +217,7 @@ def test_a_rebuild_fills_in_what_an_old_session_lacks_and_keeps_its_blobs_and_se
     assert refs_by_seq(session_id) == refs
     assert blob_files(data_dir) == blobs
     # The digests are the source records' now, so a plain ingest again finds nothing new.
+    IngestedFile.objects.all().delete()  # read again: ingest itself must add nothing
     out, err = ingest(claude)
     assert "+0 items" in out and err == ""
 
