@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import uuid
 
-from django.core.paginator import Paginator
-from django.db.models import Count, Sum
+from django.core.paginator import Page, Paginator
+from django.db.models import Count, QuerySet, Sum, Window
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
 from django.views.decorators.http import require_safe
 
 from blobviewer.forms import SessionFilterForm
 from blobviewer.models import Item, Session
-from blobviewer.responses import render_page
+from blobviewer.responses import positive_int, render_page
 from blobviewer.search.results import list_hits
 from blobviewer.timeline.pages import item_blob_refs, item_page_context, page_context
 from blobviewer.timeline.sort import headers as sort_headers
@@ -27,26 +27,46 @@ _ITEM_FRAGMENTS = {
 }
 
 
+# The totals row of the list, over every matching session: window functions over the
+# page's own statement, so a search's match runs once for the page and its totals.
+_TOTALS = {
+    "sessions": Count("pk"),
+    "items": Sum("item_count"),
+    "steps": Sum("step_count"),
+    "errors": Sum("error_count"),
+    "blobs": Sum("blob_count"),
+    "received": Sum("output_bytes_received"),
+    "in_history": Sum("output_bytes_in_history"),
+}
+
+
+def _page_and_totals(sessions: QuerySet[Session], number: int) -> tuple[Page, dict[str, int]]:
+    """Page *number* of *sessions* and the totals over all of them, from one statement
+    (a second only for a page past the end, which shows the last page instead)."""
+    windows = {f"total_{name}": Window(expression) for name, expression in _TOTALS.items()}
+    start = (number - 1) * SESSIONS_PER_PAGE
+    rows = list(sessions.annotate(**windows)[start : start + SESSIONS_PER_PAGE])
+    if rows:
+        totals = {name: getattr(rows[0], f"total_{name}") or 0 for name in _TOTALS}
+    else:  # no session matches, or the page is past the end
+        found = sessions.order_by().aggregate(**_TOTALS)
+        totals = {name: value or 0 for name, value in found.items()}
+    totals["kept_out"] = max(0, totals["received"] - totals["in_history"])
+    paginator = Paginator(sessions, SESSIONS_PER_PAGE)
+    paginator.count = totals["sessions"]
+    page = paginator.get_page(number)
+    if page.number != number:  # past the end
+        return _page_and_totals(sessions, page.number)
+    page.object_list = rows
+    return page, totals
+
+
 @require_safe
 def session_list(request: HttpRequest) -> HttpResponse:
     form = SessionFilterForm(request.GET)
     sessions = form.filter(Session.objects.all())
-    totals = sessions.order_by().aggregate(
-        sessions=Count("pk"),
-        items=Sum("item_count"),
-        steps=Sum("step_count"),
-        errors=Sum("error_count"),
-        blobs=Sum("blob_count"),
-        received=Sum("output_bytes_received"),
-        in_history=Sum("output_bytes_in_history"),
-    )
-    totals = {name: value or 0 for name, value in totals.items()}
-    totals["kept_out"] = max(0, totals["received"] - totals["in_history"])
-    paginator = Paginator(sessions, SESSIONS_PER_PAGE)
-    paginator.count = totals["sessions"]  # counted with the totals: one search, not two
-    page = paginator.get_page(request.GET.get("page"))
+    page, totals = _page_and_totals(sessions, positive_int(request.GET.get("page")))
     models = Session.objects.exclude(model="").order_by("model").values_list("model", flat=True)
-    page.object_list = list(page.object_list)
     context = {
         "form": form,
         "page": page,

@@ -1,0 +1,87 @@
+"""How much a search page costs: the same statements whatever the number of sessions that
+match, the index's match run once for the page and its totals, and the places of the
+hits looked up only among the chunks of the sessions on the page."""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from blobviewer.data_dir import blob_store
+from blobviewer.ingest.sessions import ingest_session
+from blobviewer.search.queries import FTS_TABLE, parse_query, session_places
+from blobviewer.timeline.views import SESSIONS_PER_PAGE
+from web.records import header, tool_result_item, user_item
+
+pytestmark = pytest.mark.django_db
+
+
+def record_runs(count: int, *, word: str) -> list[uuid.UUID]:
+    """*count* sessions whose big output (a blob) has *word* deep inside, and a message."""
+    ids = []
+    for n in range(count):
+        session_id = uuid.uuid4()
+        lines = [f"line {i}: compiling module_{i}.py ... ok" for i in range(300)]
+        lines[150] = f"error in run {n}: {word} not found"
+        items = [
+            user_item(1, f"run {n}: look for the {word}"),
+            tool_result_item(2, "\n".join(lines) + "\n"),
+        ]
+        ingest_session(
+            header(session_id, title=f"run {n}"), items, source_path="t", store=blob_store()
+        )
+        ids.append(session_id)
+    return ids
+
+
+def _matches(queries: list[dict]) -> int:
+    """The statements that look the query up in the search index."""
+    if connection.vendor == "sqlite":
+        return sum(f"{FTS_TABLE} MATCH" in query["sql"] for query in queries)
+    return sum(bool(re.search(r'"folded"::text LIKE', query["sql"])) for query in queries)
+
+
+def search_page(client, text: str, page: int = 1) -> tuple[bytes, list[dict]]:
+    with CaptureQueriesContext(connection) as captured:
+        response = client.get(reverse("session_list"), {"q": text, "page": page})
+    assert response.status_code == 200
+    return response.content, captured.captured_queries
+
+
+def test_a_search_page_costs_the_same_statements_for_few_or_many_matches(logged_in_client):
+    record_runs(3, word="okapi")
+    record_runs(SESSIONS_PER_PAGE + 10, word="walrus")
+
+    few_page, few = search_page(logged_in_client, "okapi")
+    many_page, many = search_page(logged_in_client, "walrus")
+    second_page, second = search_page(logged_in_client, "walrus", page=2)
+
+    assert b"3 sessions" in few_page and f"{SESSIONS_PER_PAGE + 10} sessions".encode() in many_page
+    assert b"walrus" in second_page
+    assert len(few) == len(many) == len(second)
+    # Once for the page with its totals, once for the places of the hits on it.
+    assert _matches(few) == _matches(many) == _matches(second) == 2
+
+
+def test_a_page_past_the_end_shows_the_last_page(logged_in_client):
+    record_runs(SESSIONS_PER_PAGE + 2, word="walrus")
+    content, _ = search_page(logged_in_client, "walrus", page=9)
+    assert b"page 2 of 2" in content
+    assert content.count(b"error in run") >= 2
+
+
+def test_places_are_found_only_among_the_sessions_asked_for(logged_in_client):
+    ids = record_runs(4, word="walrus")
+    query = parse_query("walrus")
+
+    places = session_places(query, ids[:2])
+
+    assert set(places) == set(ids[:2])
+    for session_id in ids[:2]:
+        found = [(place.seq, place.source) for place in places[session_id]]
+        assert found == [(1, "text"), (2, "blob")]
