@@ -1,6 +1,6 @@
 """How much a search page costs: the same statements whatever the number of sessions that
-match, the index's match run once for the page and its totals, and the places of the
-hits looked up only among the chunks of the sessions on the page."""
+match, the index's match run once for the page and its totals and once for the places of
+the hits of the sessions on the page."""
 
 from __future__ import annotations
 
