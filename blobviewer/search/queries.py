@@ -5,9 +5,11 @@ Search is substring search, case-insensitive by one rule on every database
 (blobviewer.search.folding), applied to the text when it is indexed and to the query. A
 query of MIN_QUERY_CHARS characters or more looks in sessions' titles, their items (text,
 tool calls, tool output) and the text of their blobs; a shorter one only in titles, since
-a trigram index cannot look it up. SQLite looks the folded query up in an FTS5 trigram
-index, PostgreSQL in a pg_trgm GIN index; both then demand the whole folded query as a
-substring of the folded chunk, so both databases give the same hits.
+a trigram index cannot look it up. SQLite looks the folded query's trigrams up in an FTS5
+trigram index that keeps which chunks hold each trigram, not where (`detail=none`: a
+fraction of the size, and quicker to write), PostgreSQL in a pg_trgm GIN index; both then
+demand the whole folded query as a substring of the folded chunk, so both databases give
+the same hits.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import connection
-from django.db.models import Q, QuerySet
+from django.db.models import F, Func, IntegerField, Q, QuerySet, Value
 from django.db.models.expressions import RawSQL
 from django.db.models.functions import Coalesce
 
@@ -61,15 +63,51 @@ def parse_query(text: str | None) -> SearchQuery | None:
 def matching_chunks(query: SearchQuery) -> QuerySet[SearchChunk]:
     """Every chunk whose folded text contains the folded query (a full query only)."""
     if connection.vendor == "sqlite":
-        # A quoted FTS5 string is one phrase: the query's trigrams at consecutive positions,
-        # which is exactly a substring (the tokenizer keeps case; both sides are folded).
-        # (Checking the phrase only at the page's chunks, `rowid IN (...)`, costs FTS5 a
-        # lookup per chunk: 170x slower than one match on a bench corpus.)
-        phrase = '"' + query.folded.replace('"', '""') + '"'
-        found = RawSQL(f"SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH %s", [phrase])
-        return SearchChunk.objects.filter(pk__in=found)
+        # The chunks that hold every trigram of the query (the tokenizer keeps case; both
+        # sides are folded), then those whose folded text holds the query itself. (Checking
+        # only the page's chunks, `rowid IN (...)`, costs FTS5 a lookup per chunk: 170x
+        # slower than one match on a bench corpus.)
+        found = RawSQL(
+            f"SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH %s", [trigrams(query)]
+        )
+        candidates = SearchChunk.objects.filter(pk__in=found)
+        folded = Func(F("text"), function="casefold")
+        holds = _instr(folded, query.folded)
+        if not query.folded.isascii():
+            return candidates.alias(holds=holds).filter(holds__gt=0)
+        # An ASCII query: SQLite's own lower() folds ASCII as casefold() does, at C speed;
+        # only a text with other characters (ß folds to ss) needs casefold() itself.
+        lowered = _instr(Func(F("text"), function="lower"), query.folded)
+        other = Func(Value(_NOT_ASCII), F("text"), function="glob", output_field=IntegerField())
+        return candidates.alias(lowered=lowered, other=other, holds=holds).filter(
+            Q(lowered__gt=0) | Q(other=1, holds__gt=0)
+        )
     # LIKE '%…%' on the folded text; pg_trgm's GIN index finds the candidates.
     return SearchChunk.objects.filter(folded__contains=query.folded)
+
+
+# A text with a character other than printable ASCII or ASCII whitespace (GLOB pattern).
+_NOT_ASCII = "*[^\t\n\r -~]*"
+
+
+def _instr(text: Any, folded: str) -> Func:
+    return Func(text, Value(folded), function="instr", output_field=IntegerField())
+
+
+# The trigrams a lookup asks for: enough to leave few chunks to check, few enough that
+# FTS5 reads few lists.
+MAX_TRIGRAMS = 12
+
+
+def trigrams(query: SearchQuery) -> str:
+    """The FTS5 query for the chunks that hold every trigram of *query* (up to
+    MAX_TRIGRAMS of them, spread over it), each a quoted string."""
+    text = query.folded
+    found = sorted({text[i : i + 3] for i in range(len(text) - 2)}, key=text.index)
+    if len(found) > MAX_TRIGRAMS:
+        step = (len(found) - 1) / (MAX_TRIGRAMS - 1)
+        found = [found[round(n * step)] for n in range(MAX_TRIGRAMS)]
+    return " AND ".join('"' + trigram.replace('"', '""') + '"' for trigram in found)
 
 
 def session_filter(query: SearchQuery) -> Q:
@@ -78,7 +116,9 @@ def session_filter(query: SearchQuery) -> Q:
         # No index can look up fewer than three characters; titles are few enough to scan.
         # LIKE is case-insensitive for ASCII on SQLite only, which changes nothing here:
         # both sides are folded, so neither has an ASCII capital.
-        titles = SearchChunk.objects.filter(source=Source.TITLE, folded__contains=query.folded)
+        titles = _folded(SearchChunk.objects.filter(source=Source.TITLE)).filter(
+            search_folded__contains=query.folded
+        )
         return Q(pk__in=titles.values("session_id"))
     # One lookup of the index per statement: a chunk's own session (a title or an item),
     # or through its blob, every session that references that blob.
@@ -86,6 +126,14 @@ def session_filter(query: SearchQuery) -> Q:
         found_in=Coalesce("session_id", "blob__refs__session_id")
     )
     return Q(pk__in=found.values("found_in"))
+
+
+def _folded(chunks: QuerySet[SearchChunk]) -> QuerySet[SearchChunk]:
+    """*chunks* with their folded text as `search_folded`: the stored copy on PostgreSQL,
+    `casefold(text)` on SQLite (see blobviewer.search.folding)."""
+    if connection.vendor == "sqlite":
+        return chunks.alias(search_folded=Func(F("text"), function="casefold"))
+    return chunks.alias(search_folded=F("folded"))
 
 
 @dataclass(frozen=True, slots=True)

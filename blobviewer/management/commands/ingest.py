@@ -76,8 +76,11 @@ class _Run:
 
     @property
     def seen(self) -> Seen:
-        """The marks of the files ingested with these options (blobviewer.ingest.unchanged)."""
-        return Seen(ingest_shape(self.options.policy, self.max_record, blob_bytes_limit()))
+        """The marks of the files ingested with these options (blobviewer.ingest.unchanged):
+        those that shape what is recorded, the owner a session is given among them."""
+        owner = self.options.owner.pk if self.options.owner is not None else None
+        shape = ingest_shape(self.options.policy, self.max_record, blob_bytes_limit(), owner)
+        return Seen(shape)
 
     @property
     def reads_all(self) -> bool:

@@ -8,13 +8,22 @@ import re
 import uuid
 
 import pytest
+from django.core.management import call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from blobviewer.data_dir import blob_store
 from blobviewer.ingest.sessions import ingest_session
-from blobviewer.search.queries import FTS_TABLE, parse_query, session_places
+from blobviewer.models import SearchChunk, Session
+from blobviewer.search.queries import (
+    FTS_TABLE,
+    MAX_TRIGRAMS,
+    parse_query,
+    session_filter,
+    session_places,
+    trigrams,
+)
 from blobviewer.timeline.views import SESSIONS_PER_PAGE
 from web.records import header, tool_result_item, user_item
 
@@ -85,3 +94,63 @@ def test_places_are_found_only_among_the_sessions_asked_for(logged_in_client):
     for session_id in ids[:2]:
         found = [(place.seq, place.source) for place in places[session_id]]
         assert found == [(1, "text"), (2, "blob")]
+
+
+def _index_definition() -> str:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT sql FROM sqlite_master WHERE name = %s", [FTS_TABLE])
+        return cursor.fetchone()[0]
+
+
+def test_the_index_keeps_no_second_copy_of_the_text_and_still_finds_exact_substrings(
+    logged_in_client,
+):
+    ids = record_runs(1, word="walrus")
+    decoy = uuid.uuid4()  # every trigram of "abcd" and "abcd-x" is here, neither string is
+    items = [user_item(1, "abc bcd, cd-x and d-x; ABC"), tool_result_item(2, "Straße")]
+    ingest_session(header(decoy, title="decoy"), items, source_path="t", store=blob_store())
+
+    chunks = SearchChunk.objects.filter(session_id=decoy).values_list("text", "folded")
+    if connection.vendor == "sqlite":
+        assert {folded for _, folded in chunks} == {""}  # folded as it is indexed
+        assert "detail=none" in _index_definition()
+    else:  # PostgreSQL's trigram index reads the stored folding
+        assert all(folded == text.casefold() for text, folded in chunks)
+
+    def found(text: str) -> set[uuid.UUID]:
+        query = parse_query(text)
+        return set(Session.objects.filter(session_filter(query)).values_list("pk", flat=True))
+
+    assert found("abcd") == set() and found("abcd-x") == set()
+    assert found("bcd, CD-X") == {decoy}  # across words, any case
+    assert found("STRASSE") == {decoy}  # ß folds to ss, in the index and the query
+    assert found("walrus not") == {ids[0]}  # deep in a blob
+    content, _ = search_page(logged_in_client, "abc bcd")
+    assert b"decoy" in content and b"run 0" not in content
+
+
+def test_a_long_query_asks_the_index_for_a_few_of_its_trigrams():
+    query = parse_query("a fairly long query that spans many different trigrams of text")
+    asked = trigrams(query).split(" AND ")
+    assert len(asked) == MAX_TRIGRAMS
+    assert asked[0] == '"a f"' and asked[-1] == '"ext"'  # its first and last, and between
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_lean_index_migration_keeps_what_was_indexed_both_ways():
+    ids = record_runs(2, word="okapi")
+
+    def found() -> set[uuid.UUID]:
+        query = parse_query("okapi not found")
+        return set(Session.objects.filter(session_filter(query)).values_list("pk", flat=True))
+
+    try:
+        call_command("migrate", "blobviewer", "0011", verbosity=0)  # the full index again
+        folded = SearchChunk.objects.values_list("text", "folded")
+        assert all(value == text.casefold() for text, value in folded)
+        assert found() == set(ids)
+    finally:
+        call_command("migrate", "blobviewer", verbosity=0)
+    assert found() == set(ids)
+    if connection.vendor == "sqlite":
+        assert set(SearchChunk.objects.values_list("folded", flat=True)) == {""}
