@@ -63,6 +63,7 @@ bench: venv node
 	$(PY) bench/watch_bench.py
 	$(PY) bench/mcp_bench.py
 	$(PY) bench/store_bench.py
+	$(PY) bench/peer_bench.py
 
 lint: venv
 	$(VENV)/bin/ruff check .
