@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -119,17 +118,19 @@ def install_agentsview(folder: Path) -> Path | None:
     return found[0]
 
 
-def timed(command: list[str], env: dict[str, str]) -> tuple[float, float]:
-    """Wall and CPU seconds of *command* (a child process and its children)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started = time.perf_counter()
-    done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
-    wall = time.perf_counter() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if done.returncode != 0:
-        raise SystemExit(f"{command[0]} failed ({done.returncode}):\n{done.stderr[-3000:]}")
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return wall, cpu
+def timed(command: list[str], env: dict[str, str]) -> tuple[float, float, int]:
+    """Wall and CPU seconds of *command*, and its peak memory in bytes."""
+    with tempfile.TemporaryFile() as output:
+        started = time.perf_counter()
+        process = subprocess.Popen(command, env=env, stdout=output, stderr=subprocess.STDOUT)
+        _, status, usage = os.wait4(process.pid, 0)
+        wall = time.perf_counter() - started
+        process.returncode = os.waitstatus_to_exitcode(status)
+        if process.returncode != 0:
+            output.seek(0)
+            said = output.read()[-3000:].decode(errors="replace")
+            raise SystemExit(f"{command[0]} failed ({process.returncode}):\n{said}")
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024
 
 
 def folder_bytes(folder: Path) -> int:
@@ -156,7 +157,7 @@ class Tool:
         shutil.rmtree(self.data, ignore_errors=True)
         shutil.rmtree(self.home / ".agentsview", ignore_errors=True)
 
-    def ingest(self) -> tuple[float, float]:
+    def ingest(self) -> tuple[float, float, int]:
         return timed(self.command, self.env())
 
     def size(self) -> int:
@@ -183,13 +184,13 @@ def round_of(tools: list[Tool], grown: Path) -> dict[str, dict[str, float]]:
     figures: dict[str, dict[str, float]] = {}
     for tool in tools:
         tool.reset()
-        wall, cpu = tool.ingest()
+        wall, cpu, peak = tool.ingest()
         start = start_up(tool, tool.data.parent / "empty") if tool.name == "blobviewer" else 0.0
         size = tool.size()
-        again, _ = tool.ingest()
+        again = tool.ingest()[0]
         before = grow(grown)
         try:
-            after_growth, _ = tool.ingest()
+            after_growth = tool.ingest()[0]
         finally:
             grown.write_bytes(before)
         figures[tool.name] = {
@@ -199,6 +200,7 @@ def round_of(tools: list[Tool], grown: Path) -> dict[str, dict[str, float]]:
             "again": again,
             "grown": after_growth,
             "start": start,
+            "peak": peak,
         }
     return figures
 
@@ -286,7 +288,7 @@ def main() -> int:
         best = {
             tool.name: {
                 key: min(r[tool.name][key] for r in rounds)
-                for key in ("wall", "cpu", "size", "again", "grown", "start")
+                for key in ("wall", "cpu", "size", "again", "grown", "start", "peak")
             }
             for tool in tools
         }
@@ -338,6 +340,12 @@ def report(best: dict[str, dict[str, float]], total: int, files: int) -> int:
         line += f", {times:.1f}x agentsview's {peer['again']:.2f}s"
     failures += not ok
     print(f"{line}; goal <= 2x and <= 2 s per 1,000: {verdict(ok)}")
+    peak_mb = mine["peak"] / 1e6
+    failures += peak_mb > 200
+    line = f"ingest peak memory: {peak_mb:.0f} MB"
+    if peer:
+        line += f" (agentsview {peer['peak'] / 1e6:.0f} MB)"
+    print(f"{line}; goal <= 200 MB: {verdict(peak_mb <= 200)}")
     line = f"one recording grown by {GROWN_RECORDS} records, again: {mine['grown']:.2f}s"
     if peer:
         line += f" ({mine['grown'] / peer['grown']:.1f}x agentsview's {peer['grown']:.2f}s)"
