@@ -20,7 +20,7 @@ from django.urls import reverse
 from blobviewer.ingest.importers import claude_code, load_recording
 from blobviewer.ingest.importers.recording import IMPORT_NAMESPACE
 from blobviewer.ingest.recording_files import recording_paths
-from blobviewer.models import Item, Session
+from blobviewer.models import IngestedFile, Item, Session
 from importers.recordings import claude_line, write_jsonl
 
 PARENT = "6f1d2c3b-4a59-4e87-b6a5-c4d3e2f1a0b9"
@@ -186,6 +186,7 @@ def test_a_project_folder_ingests_the_session_and_each_subagent(
     assert Item.objects.filter(session_id=PARENT).count() == 5
     assert Item.objects.filter(session_id=subagent_id("a1b2c3d")).count() == 4
     assert not Item.objects.filter(sidechain=True).exists()
+    IngestedFile.objects.all().delete()  # read again: ingest itself must add nothing
     again, _ = ingest(folder)
     assert again.count("+0 items") == 3
 

@@ -31,7 +31,7 @@ from blobviewer.ingest.importers import (
 )
 from blobviewer.ingest.recording_files import recording_paths
 from blobviewer.ingest.sessions import ingest_file, ingest_recordings
-from blobviewer.models import Item, Session
+from blobviewer.models import IngestedFile, Item, Session
 from importers.read_back import assert_big_outputs_read_back
 from importers.recordings import FIXTURES
 
@@ -222,6 +222,7 @@ def test_every_run_is_a_session_and_its_big_outputs_read_back_from_blobs(
     assert big == len(blobs) > 0  # one blob per big output: no copies
     assert Item.objects.filter(type=Item.Type.TOOL_RESULT).count() == 105
 
+    IngestedFile.objects.all().delete()  # read again: ingest itself must add nothing
     again, _ = ingest(EVALUATION)
     assert "+0 items" in again and "+1" not in again
     assert len([p for p in (data_dir / "blobs").iterdir() if p.is_file()]) == len(blobs)
