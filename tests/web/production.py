@@ -226,3 +226,16 @@ class Browser:
             data={"csrfmiddlewaretoken": token, "username": username, "password": password},
             headers={"Origin": f"https://{HOST}", "Referer": f"https://{HOST}/accounts/login/"},
         )
+
+
+def create_superuser(server: Server, username: str = "alice") -> None:
+    """An account on *server*, with PASSWORD, as `manage.py createsuperuser` makes one."""
+    created = manage(
+        server,
+        "createsuperuser",
+        "--no-input",
+        f"--username={username}",
+        f"--email={username}@example.test",
+        DJANGO_SUPERUSER_PASSWORD=PASSWORD,
+    )
+    assert created.returncode == 0, created.stderr

@@ -1,12 +1,6 @@
-"""`make serve`: the production server as a team runs it, behind a simulated HTTPS proxy.
-
-The server is `make serve` itself (preflight, migrate, collectstatic, blobs gc, blobs index, check
---deploy, gunicorn with blobviewer/gunicorn.conf.py) in its own process group, on a free
-loopback port, on a database of its own on the test run's kind of server: a temporary
-SQLite file, or with DATABASE_URL a fresh PostgreSQL database created and dropped here.
-Requests carry what a proxy in front of it would add: the public Host and
-X-Forwarded-Proto: https.
-"""
+"""`make serve`: the production server as a team runs it, behind a simulated HTTPS proxy
+(started as tests/web/production.py says), what it refuses to start with, and how it
+configures gunicorn."""
 
 from __future__ import annotations
 
@@ -31,8 +25,8 @@ from web.production import (
     ROOT,
     Browser,
     Server,
+    create_superuser,
     free_port,
-    manage,
     own_database,
     production_env,
     serving,
@@ -49,17 +43,7 @@ def test_make_serve_runs_gunicorn_behind_an_https_proxy(server: Server):
     blob = FsBlobStore(server.data / "blobs").store_sync(
         Text("".join(f"line {n}: served by gunicorn\n" for n in range(1, 200)))
     )
-    created = manage(
-        server,
-        "createsuperuser",
-        "--no-input",
-        "--username",
-        "alice",
-        "--email",
-        "alice@example.test",
-        DJANGO_SUPERUSER_PASSWORD=PASSWORD,
-    )
-    assert created.returncode == 0, created.stderr
+    create_superuser(server)
     browser = Browser(server)
 
     # Without the proxy's header the request is plain HTTP, and production redirects it.

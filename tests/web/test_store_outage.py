@@ -29,7 +29,7 @@ from blobviewer.models import ApiToken, Blob, ShareLink
 from core.content import Text
 from core.store import open_store
 from core.store.blob_id import new_blob_id
-from web.production import PASSWORD, Browser, manage, own_database, serving
+from web.production import PASSWORD, Browser, create_superuser, own_database, serving
 from web.records import SampleSession, header, record_sample_session, tool_result_item
 
 pytestmark = pytest.mark.django_db
@@ -199,15 +199,7 @@ def test_a_hanging_store_leaves_a_thread_for_the_pages_that_need_none(tmp_path, 
         "GUNICORN_THREADS": "2",
     }
     with own_database(tmp_path) as database_url, serving(tmp_path, database_url, **env) as server:
-        created = manage(
-            server,
-            "createsuperuser",
-            "--no-input",
-            "--username=alice",
-            "--email=alice@example.test",
-            DJANGO_SUPERUSER_PASSWORD=PASSWORD,
-        )
-        assert created.returncode == 0, created.stderr
+        create_superuser(server)
         browser = Browser(server)
         assert browser.log_in("alice", PASSWORD).status_code == 302
         blob_page = f"/blobs/{blob_id}/"
