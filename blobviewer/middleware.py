@@ -51,6 +51,6 @@ class StoreUnavailableMiddleware:
         if request.path_info.startswith("/api/"):
             response = plain_text(NOT_ANSWERING + "\n", status=503)
         else:
-            response = render(request, "503.html", {"message": NOT_ANSWERING}, status=503)
+            response = render(request, "503.html", status=503)
         response["Retry-After"] = str(RETRY_AFTER_SECONDS)
         return response
