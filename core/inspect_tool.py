@@ -35,7 +35,7 @@ from core.selectors import (
 )
 from core.store import BlobStore
 from core.store.blob_id import BlobId, parse_blob_id
-from core.store.errors import BlobStoreError, IndexUnusable
+from core.store.errors import BlobStoreError, IndexUnusable, StoreUnavailable
 from core.store.index import BlobIndex, TextIndex, index_in_memory, open_index
 from core.store.index.selection import stand_in
 
@@ -85,6 +85,8 @@ async def inspect_blob_async(
             return result
     try:
         content = await store.load(parsed_id)
+    except StoreUnavailable:
+        raise  # not an answer about the blob: the caller says the store is not answering
     except BlobStoreError as error:
         raise InspectError(str(parsed if isinstance(parsed, SelectorError) else error)) from None
     return _from_content(parsed_id, content, parsed, policy)
@@ -99,6 +101,8 @@ def inspect_blob(
         return result
     try:
         content = store.load_sync(parsed_id)
+    except StoreUnavailable:
+        raise  # not an answer about the blob: the caller says the store is not answering
     except BlobStoreError as error:
         raise InspectError(str(parsed if isinstance(parsed, SelectorError) else error)) from None
     return _from_content(parsed_id, content, parsed, policy)
@@ -139,6 +143,8 @@ def _from_store(
     it), or one whose index turned out stale or damaged."""
     try:
         index = open_index(store, blob_id, min_bytes=store.index_min_bytes)
+    except StoreUnavailable:
+        raise
     except (BlobStoreError, OSError):
         index = None  # loading it says what is wrong
     if index is None:
@@ -152,6 +158,8 @@ def _from_store(
         if not isinstance(index, TextIndex):
             return None  # loading it names the damage
         raise InspectError(f"blob {blob_id} is not UTF-8 text") from None
+    except StoreUnavailable:
+        raise
     except OSError as error:
         raise InspectError(f"cannot read blob {blob_id}: {error.strerror}") from None
 
@@ -197,6 +205,8 @@ def _grep_unindexed(
         return None
     try:
         blob = store.open_sync(blob_id)
+    except StoreUnavailable:
+        raise
     except BlobStoreError:
         return None  # loading it says what is wrong
     try:
@@ -241,7 +251,7 @@ class InspectTool:
             return await inspect_blob_async(
                 self.store, args["blob_id"], args.get("selector"), self.policy
             )
-        except InspectError as error:
+        except (InspectError, StoreUnavailable) as error:
             raise ToolError(str(error)) from None
 
     async def execute_output(self, args: dict[str, Any]) -> ToolOutput:

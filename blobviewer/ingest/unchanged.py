@@ -29,6 +29,7 @@ from blobviewer.ingest.importers.detect import IMPORTERS
 from blobviewer.models import IngestedFile, Session
 
 EDGE = 4096  # bytes read from each end of a file for its digest
+PATH_CHARS = IngestedFile._meta.get_field("path").max_length
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,10 @@ class FileMark:
 
 def file_mark(path: Path) -> FileMark | None:
     """What a recording file is like now; None for a folder (a conversation folder's
-    files change, not the folder) or a file that is gone or cannot be read."""
+    files change, not the folder), a file that is gone or cannot be read, or one whose
+    path the database cannot hold (then it is simply read every time)."""
+    if _key(path) is None:
+        return None
     try:
         if not stat.S_ISREG(path.stat().st_mode):
             return None
@@ -77,9 +81,10 @@ class Seen:
     def unchanged(self, path: Path, mark: FileMark | None) -> bool:
         """Whether *path*, now *mark*, is as its last ingest left it, with every session
         that ingest made or added to still recorded."""
-        if mark is None:
+        key = _key(path)
+        if mark is None or key is None:
             return False
-        row = IngestedFile.objects.filter(path=str(path)).first()
+        row = IngestedFile.objects.filter(path=key).first()
         if row is None or (row.shape, row.edges) != (self.shape, mark.edges):
             return False
         if (row.device, row.inode, row.size, row.mtime_ns) != (
@@ -93,10 +98,11 @@ class Seen:
 
     def remember(self, path: Path, mark: FileMark | None) -> None:
         """*path* was ingested without an error, as it was when *mark* was taken."""
-        if mark is None:
+        key = _key(path)
+        if mark is None or key is None:
             return
         IngestedFile.objects.update_or_create(
-            path=str(path),
+            path=key,
             defaults={
                 "device": mark.device,
                 "inode": mark.inode,
@@ -110,7 +116,19 @@ class Seen:
 
     def forget(self, path: Path) -> None:
         """Read *path* again next time, whatever it is like (its last ingest failed)."""
-        IngestedFile.objects.filter(path=str(path)).delete()
+        if (key := _key(path)) is not None:
+            IngestedFile.objects.filter(path=key).delete()
+
+
+def _key(path: Path) -> str | None:
+    """*path* as the marks name it; None for a path no column can hold (not UTF-8, or
+    longer than a session's source path may be)."""
+    key = str(path)
+    try:
+        key.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+    return key if len(key) <= PATH_CHARS else None
 
 
 def _sessions_from(path: Path) -> int:

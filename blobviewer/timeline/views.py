@@ -18,6 +18,9 @@ from blobviewer.timeline.pages import item_blob_refs, item_page_context, page_co
 from blobviewer.timeline.sort import headers as sort_headers
 
 SESSIONS_PER_PAGE = 50
+# No list has more pages; a larger number asked for is its last page (the number must stay
+# an offset both databases take).
+MAX_PAGE = 1_000_000
 
 # What replaces an item's cut copy on the timeline, by the item's type.
 _ITEM_FRAGMENTS = {
@@ -42,7 +45,7 @@ _TOTALS = {
 
 def _page_and_totals(sessions: QuerySet[Session], number: int) -> tuple[Page, dict[str, int]]:
     """Page *number* of *sessions* and the totals over all of them, from one statement
-    (a second only for a page past the end, which shows the last page instead)."""
+    (for a page past the end, which shows the last page instead, two more)."""
     windows = {f"total_{name}": Window(expression) for name, expression in _TOTALS.items()}
     start = (number - 1) * SESSIONS_PER_PAGE
     rows = list(sessions.annotate(**windows)[start : start + SESSIONS_PER_PAGE])
@@ -65,7 +68,8 @@ def _page_and_totals(sessions: QuerySet[Session], number: int) -> tuple[Page, di
 def session_list(request: HttpRequest) -> HttpResponse:
     form = SessionFilterForm(request.GET)
     sessions = form.filter(Session.objects.all())
-    page, totals = _page_and_totals(sessions, positive_int(request.GET.get("page")))
+    number = min(positive_int(request.GET.get("page")), MAX_PAGE)
+    page, totals = _page_and_totals(sessions, number)
     models = Session.objects.exclude(model="").order_by("model").values_list("model", flat=True)
     context = {
         "form": form,

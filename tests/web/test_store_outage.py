@@ -27,7 +27,7 @@ from blobviewer.data_dir import blob_store
 from blobviewer.ingest.sessions import ingest_file
 from blobviewer.models import ApiToken, Blob, ShareLink
 from core.content import Text
-from core.store import open_store
+from core.store import FsBlobStore, StoreUnavailable, open_store
 from core.store.blob_id import new_blob_id
 from web.production import PASSWORD, Browser, create_superuser, own_database, serving
 from web.records import SampleSession, header, record_sample_session, tool_result_item
@@ -216,3 +216,22 @@ def test_a_hanging_store_leaves_a_thread_for_the_pages_that_need_none(tmp_path, 
             statuses = [future.result().status_code for future in waiting]
         assert statuses == [503, 503, 503], server.output()
         assert browser.request("GET", blob_page).status_code == 200  # thawed, it answers
+
+
+def test_a_store_that_fails_after_answering_that_the_blob_exists_gets_503(
+    logged_in_client, sample_session, monkeypatch
+):
+    """The store says the blob is there, then fails to read it: still the store's
+    failure (503), never a bad selector (400) nor a message naming where it is."""
+
+    def not_answering(self, *args, **kwargs):
+        raise StoreUnavailable("cannot read s3://secret-bucket/x: the blob store is not answering")
+
+    monkeypatch.setattr(FsBlobStore, "open_sync", not_answering)
+    monkeypatch.setattr(FsBlobStore, "load_sync", not_answering)
+    url = reverse("api_inspect", args=[sample_session.text_blob])
+
+    response = logged_in_client.get(url, {"selector": "lines:1-2"})
+
+    assert response.status_code == 503
+    assert response.content == b"The blob store is not answering; try again in a moment.\n"

@@ -80,7 +80,9 @@ class _Run:
         """The marks of the files ingested with these options (blobviewer.ingest.unchanged):
         those that shape what is recorded, the owner a session is given among them."""
         owner = self.options.owner.pk if self.options.owner is not None else None
-        shape = ingest_shape(self.options.policy, self.max_record, blob_bytes_limit(), owner)
+        # With an object store, a file also leaves a copy there (kept_recordings).
+        keeps = self.copies is not None
+        shape = ingest_shape(self.options.policy, self.max_record, blob_bytes_limit(), owner, keeps)
         return Seen(shape)
 
     @property
@@ -326,7 +328,9 @@ class Command(BaseCommand):
             else:
                 failed = tally.failed
                 self._ingest(path, named, prefix, tally, run, said)
-                if tally.failed == failed:
+                if path in run.sources:
+                    pass  # a kept copy fetched for a rebuild, gone when the run ends
+                elif tally.failed == failed:
                     seen.remember(path, mark)
                 else:  # read again next time, however it failed
                     seen.forget(path)

@@ -21,7 +21,7 @@ from core.content import Content
 from core.store.base import AsyncTwins, BlobKind, BlobStat
 from core.store.blob_id import BlobId, new_blob_id, parse_blob_id
 from core.store.encoding import KINDS, SUFFIXES, decode_content, encode_content, index_of_stored
-from core.store.errors import BlobIOError, BlobNotFound, BlobStoreError
+from core.store.errors import BlobIOError, BlobNotFound, BlobStoreError, StoreUnavailable
 from core.store.index import INDEX_MIN_BYTES
 from core.store.index.index_file import INDEX_FOLDER, INDEX_SUFFIX
 from core.store.s3.client import Boto, parse_s3_url
@@ -204,6 +204,8 @@ class S3BlobStore(AsyncTwins):
             return False
         try:
             self._indexes.put(f"{name}{INDEX_SUFFIX}", bytes(data))
+        except StoreUnavailable:
+            return False  # not a refusal: the next one may be written
         except BlobIOError:
             self._index_refused = True  # read-only credentials: stop building them
             return False

@@ -170,3 +170,16 @@ def test_a_mark_is_taken_from_a_file_only(tmp_path, data_dir):
     assert file_mark(tmp_path) is None  # a folder: its files change, not it
     os.mkfifo(tmp_path / "pipe.jsonl")
     assert file_mark(tmp_path / "pipe.jsonl") is None  # never opened: it would block
+
+
+def test_a_file_whose_name_the_database_cannot_hold_is_read_every_time(folder, opened):
+    odd = folder / os.fsdecode(b"odd-\xff.jsonl")  # not UTF-8: no mark can name it
+    odd.write_text('{"not": "a recording"}\n')
+
+    first = ingest(str(folder))
+    opened.clear()
+    again = ingest(str(folder))
+
+    assert [path.name for path in opened] == [odd.name]
+    assert Session.objects.filter(source_path=str(folder / CLAUDE_CODE.name)).exists()
+    assert "files ingested" in first and "unchanged, not read" in again
