@@ -53,7 +53,7 @@ from core.selectors import (
     apply_steps,
     escape_surrogates,
 )
-from core.store import BlobCorrupt, BlobStore, BlobStoreError
+from core.store import BlobCorrupt, BlobStore, BlobStoreError, StoreUnavailable
 from core.store.index import TextIndex, open_index
 from core.store.index.selection import selected_view
 from core.wording import plural
@@ -269,6 +269,8 @@ def _rendered_json_page(blob: Blob, *, start: int) -> ReaderPage | None:
     rendered = renderings()
     try:
         index = open_index(rendered, blob.id, min_bytes=0)  # made now if it was deleted
+    except StoreUnavailable:
+        raise  # not a missing rendering: reading the blob whole would wait on it again
     except (BlobStoreError, OSError):
         return None
     if not isinstance(index, TextIndex):

@@ -35,7 +35,7 @@ from blobviewer.data_dir import data_dir
 from core.selectors import Grep, Selector, SelectorError, parse_selector
 from core.store import BlobStore
 from core.store.blob_id import BlobId
-from core.store.errors import BlobStoreError
+from core.store.errors import BlobStoreError, StoreUnavailable
 
 logger = logging.getLogger(__name__)
 
@@ -131,5 +131,7 @@ def stored_size(store: BlobStore, blob_id: BlobId) -> int:
     own, quickly)."""
     try:
         return store.size_sync(blob_id)
+    except StoreUnavailable:
+        raise
     except (BlobStoreError, OSError):
         return 0
