@@ -419,6 +419,13 @@ class IngestedFile(models.Model):
     edges = models.CharField(max_length=64)  # digest of the first and last EDGE bytes
     shape = models.CharField(max_length=64)
     sessions = models.PositiveIntegerField()
+    # Our own log, read a line at a time: where its last whole line ended (offset, line
+    # count) and a digest of the first EDGE bytes and the EDGE bytes before that offset, so
+    # a log that has only grown since is read from there on.
+    format = models.CharField(max_length=50, blank=True)
+    offset = models.BigIntegerField(default=0)
+    lines = models.BigIntegerField(default=0)
+    prefix = models.CharField(max_length=64, blank=True)
     ingested_at = models.DateTimeField(auto_now=True)
 
     def __str__(self) -> str:

@@ -53,26 +53,47 @@ class Opened:
         return session
 
 
+@dataclass
+class ReadState:
+    """Where a read of a recording began and ended, for reading only what it adds once it
+    grows (blobviewer.ingest.unchanged). *resume*: (offset, lines) to go on from after our
+    own log's header line, or None to read it all. After the read: its format, and the
+    offset and line count after its last whole line (0 for a format read whole)."""
+
+    resume: tuple[int, int] | None = None
+    format: str = ""
+    offset: int = 0
+    lines: int = 0
+
+
 def open_recording(
     path: Path,
     *,
     max_record: int = DEFAULT_MAX_RECORD,
     skipped: list[SkippedRecord] | None = None,
+    state: ReadState | None = None,
 ) -> Opened:
     """Read, recognise and parse *path* a record at a time; raises NotARecording or
     IngestError (`path:line: msg`, naming the event file of a conversation folder that is
     damaged). Records over *max_record* bytes are passed over and added to *skipped*
-    (blobviewer.ingest.importers.json_lines), whatever the outcome."""
+    (blobviewer.ingest.importers.json_lines), whatever the outcome. With *state*, our own
+    log is read from its resume point on (its header line first), and *state* says where
+    the read ended."""
     try:
         if path.is_dir() and folder_layout(path) is not None:
             recording = load_folder(path)
             return Opened(recording.format, recording=recording)
-        with RecordingText.open(path, max_record=max_record) as text:
+        resume = state.resume if state is not None else None
+        with RecordingText.open(path, max_record=max_record, resume=resume) as text:
             try:
-                return _opened(path, text)
+                opened = _opened(path, text)
             finally:
                 if skipped is not None:
                     skipped.extend(text.skipped)
+            if state is not None and opened.kind == OUR_FORMAT:
+                state.format = opened.kind
+                state.offset, state.lines = text.consumed
+            return opened
     except UnknownFormat as error:
         raise NotARecording(str(path), error.line, error.message) from None
     except RecordingError as error:

@@ -8,6 +8,11 @@ decide what is stored) and how many sessions came from it. The next ingest skips
 when all of that still holds and those sessions are all still there: a stat, one small
 read and two queries, instead of parsing it again.
 
+Our own session log is read a line at a time, and its records do not depend on each
+other: its row also keeps where its last whole line ended and a digest of what came
+before that point (*prefix*), so a log that has only grown since (the same inode, that
+prefix unchanged) is read from there on: its header line, then only the new lines.
+
 Take the mark *before* reading the file: a write during the ingest then makes the next
 mark differ, and the file is read again. `ingest --watch` uses the same marks, so a
 change event that changed nothing (a file's attributes, a change the first pass already
@@ -21,15 +26,33 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from django.db.models import Count
 
 from blobviewer.ingest.importers import OUR_FORMAT, importer_version
 from blobviewer.ingest.importers.detect import IMPORTERS
+from blobviewer.ingest.recording_files import ReadState
 from blobviewer.models import IngestedFile, Session
 
 EDGE = 4096  # bytes read from each end of a file for its digest
 PATH_CHARS = IngestedFile._meta.get_field("path").max_length
+
+
+class Unchanged:
+    """The verdict on a file as its last ingest left it."""
+
+
+UNCHANGED = Unchanged()
+
+
+@dataclass(frozen=True)
+class Grown:
+    """The verdict on our own log that has only grown: read on from *offset*, the end of
+    line *lines*."""
+
+    offset: int
+    lines: int
 
 
 @dataclass(frozen=True)
@@ -52,15 +75,31 @@ def file_mark(path: Path) -> FileMark | None:
             return None
         with path.open("rb") as file:
             status = os.fstat(file.fileno())
-            digest = hashlib.blake2b(file.read(EDGE), digest_size=16)
-            if status.st_size > EDGE:
-                file.seek(max(EDGE, status.st_size - EDGE))
-                digest.update(file.read(EDGE))
+            edges = _edges(file, status.st_size)
     except OSError:
         return None
-    return FileMark(
-        status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns, digest.hexdigest()
-    )
+    return FileMark(status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns, edges)
+
+
+def _edges(file: BinaryIO, end: int) -> str:
+    """A digest of the first EDGE bytes of *file* and of the EDGE bytes before *end*."""
+    file.seek(0)
+    digest = hashlib.blake2b(file.read(min(EDGE, end)), digest_size=16)
+    if end > EDGE:
+        file.seek(max(EDGE, end - EDGE))
+        digest.update(file.read(end - max(EDGE, end - EDGE)))
+    return digest.hexdigest()
+
+
+def _prefix_at(path: Path, offset: int) -> str | None:
+    """_edges of *path* up to *offset*; None when it cannot be read or is shorter."""
+    try:
+        with path.open("rb") as file:
+            if os.fstat(file.fileno()).st_size < offset:
+                return None
+            return _edges(file, offset)
+    except OSError:
+        return None
 
 
 def ingest_shape(*settings: object) -> str:
@@ -71,36 +110,62 @@ def ingest_shape(*settings: object) -> str:
 
 
 class Seen:
-    """The marks of the recordings ingested under one *shape* (see the module)."""
+    """The marks of the recordings ingested under one *shape* (see the module). *fresh*:
+    read every file (a rebuild, --force); *whole*: never resume (a copy is kept whole)."""
 
-    def __init__(self, shape: str) -> None:
-        self.shape = shape
+    def __init__(self, shape: str, *, fresh: bool = False, whole: bool = False) -> None:
+        self.shape, self.fresh, self.whole = shape, fresh, whole
 
     key = staticmethod(file_mark)
 
-    def unchanged(self, path: Path, mark: FileMark | None) -> bool:
-        """Whether *path*, now *mark*, is as its last ingest left it, with every session
-        that ingest made or added to still recorded."""
+    def verdict(self, path: Path, mark: FileMark | None) -> Unchanged | Grown | None:
+        """UNCHANGED when *path*, now *mark*, is as its last ingest left it, with every
+        session that ingest made or added to still recorded; Grown when it is our own log
+        and has only grown since; None when it is to be read whole."""
         key = _key(path)
         if mark is None or key is None:
-            return False
+            return None
         row = IngestedFile.objects.filter(path=key).first()
-        if row is None or (row.shape, row.edges) != (self.shape, mark.edges):
-            return False
-        if (row.device, row.inode, row.size, row.mtime_ns) != (
-            mark.device,
-            mark.inode,
+        if row is None or row.shape != self.shape or row.sessions != _sessions_from(path):
+            return None
+        same_file = (row.device, row.inode) == (mark.device, mark.inode)
+        if same_file and (row.size, row.mtime_ns, row.edges) == (
             mark.size,
             mark.mtime_ns,
+            mark.edges,
         ):
-            return False
-        return row.sessions == _sessions_from(path)
+            return UNCHANGED
+        if (
+            same_file
+            and row.format == OUR_FORMAT
+            and row.offset
+            and mark.size >= row.offset
+            and _prefix_at(path, row.offset) == row.prefix
+        ):
+            return Grown(row.offset, row.lines)
+        return None
 
-    def remember(self, path: Path, mark: FileMark | None) -> None:
-        """*path* was ingested without an error, as it was when *mark* was taken."""
+    def unchanged(self, path: Path, mark: FileMark | None) -> bool:
+        return self.verdict(path, mark) is UNCHANGED
+
+    def plan(self, path: Path, mark: FileMark | None) -> ReadState | None:
+        """How to read *path*: None when it is not to be read (unchanged), else a
+        ReadState, resuming where a grown log's last read ended."""
+        verdict = None if self.fresh else self.verdict(path, mark)
+        if verdict is UNCHANGED:
+            return None
+        if isinstance(verdict, Grown) and not self.whole:
+            return ReadState(resume=(verdict.offset, verdict.lines))
+        return ReadState()
+
+    def remember(self, path: Path, mark: FileMark | None, read: ReadState | None = None) -> None:
+        """*path* was ingested without an error, as it was when *mark* was taken; *read*
+        says how far a line-by-line read of our own log went."""
         key = _key(path)
         if mark is None or key is None:
             return
+        resumable = read is not None and read.format == OUR_FORMAT and read.offset > 0
+        prefix = _prefix_at(path, read.offset) if read is not None and resumable else None
         IngestedFile.objects.update_or_create(
             path=key,
             defaults={
@@ -111,6 +176,10 @@ class Seen:
                 "edges": mark.edges,
                 "shape": self.shape,
                 "sessions": _sessions_from(path),
+                "format": read.format if read is not None and prefix else "",
+                "offset": read.offset if read is not None and prefix else 0,
+                "lines": read.lines if read is not None and prefix else 0,
+                "prefix": prefix or "",
             },
         )
 

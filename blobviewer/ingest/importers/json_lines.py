@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import io
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +37,8 @@ from blobviewer.ingest.importers.recording import RecordingError, load_json_reco
 DEFAULT_MAX_RECORD = 256 << 20
 # A line longer than this is parsed from the file a block at a time (long_lines).
 LONG_LINE = 4 * BLOCK
+# The blocks a read that resumes reads from the start in (RecordingText.resume).
+HEADER_BLOCK = 64 << 10
 # How much of a line that does not parse is kept (Line.head), for telling formats apart.
 HEAD = 256
 
@@ -107,8 +109,10 @@ class JsonLines:
         skipped: dict[int, SkippedRecord] | None = None,
         keep_blank: bool = False,
         first_number: int = 1,
+        block: int = BLOCK,
     ) -> None:
         self._file = file
+        self._block = block
         self.path = path
         self.max_record = max_record
         self._parse = parse
@@ -125,7 +129,7 @@ class JsonLines:
         head = b""  # its first bytes
         while True:
             self._file.seek(position)  # a long line, or the caller, may have moved it
-            block = self._file.read(BLOCK)
+            block = self._file.read(self._block)
             if not block:
                 break
             position += len(block)
@@ -211,13 +215,29 @@ class RecordingText:
     *max_record* are passed over and gathered in `skipped` (each once, however often the
     file is read)."""
 
-    def __init__(self, path: Path, file: BinaryIO, *, max_record: int = DEFAULT_MAX_RECORD):
+    def __init__(
+        self,
+        path: Path,
+        file: BinaryIO,
+        *,
+        max_record: int = DEFAULT_MAX_RECORD,
+        resume: tuple[int, int] | None = None,
+    ):
         self.path = path
         self._file = file
         self.max_record = max_record
         self._skipped: dict[int, SkippedRecord] = {}
         self._first: Line | None = None
         self._first_read = False
+        # A read that goes on from where an earlier one ended reads from the start (the
+        # header line) in small blocks: not the start of a long log again.
+        self._block = HEADER_BLOCK if resume is not None else BLOCK
+        # (offset, lines): where lines() goes on after the first line, numbering from
+        # lines + 1: the end of what an earlier read of a file that has since grown read.
+        self.resume = resume
+        # (offset, lines) after the last whole line lines() yielded: where a read of this
+        # file once it has grown may go on.
+        self.consumed = (0, 0)
 
     @classmethod
     def of(cls, path: Path, data: bytes | RecordingText) -> RecordingText:
@@ -226,16 +246,22 @@ class RecordingText:
 
     @classmethod
     @contextmanager
-    def open(cls, path: Path, *, max_record: int = DEFAULT_MAX_RECORD) -> Iterator[RecordingText]:
-        """The file at *path*, open while in the block; a file that cannot be opened or
-        read raises RecordingError (`path: cannot read: ...`)."""
+    def open(
+        cls,
+        path: Path,
+        *,
+        max_record: int = DEFAULT_MAX_RECORD,
+        resume: tuple[int, int] | None = None,
+    ) -> Iterator[RecordingText]:
+        """The file at *path*, open while in the block (*resume*: see __init__); a file
+        that cannot be opened or read raises RecordingError (`path: cannot read: ...`)."""
         try:
             file = path.open("rb")
         except OSError as error:
             raise RecordingError(path, None, f"cannot read: {error.strerror}") from None
         with file:
             try:
-                yield cls(path, file, max_record=max_record)
+                yield cls(path, file, max_record=max_record, resume=resume)
             except OSError as error:  # a read that failed midway
                 raise RecordingError(path, None, f"cannot read: {error.strerror}") from None
 
@@ -250,9 +276,19 @@ class RecordingText:
         if parse is not load_json_record:
             self._forget_first()
         first = self.first() if parse is load_json_record else None
+        if first is None and self.resume is not None:
+            self._file.seek(0)
+            head = next(iter(self._json_lines(parse, keep_blank, first_number=1)), None)
+            if head is None:
+                return
+            yield head
+            offset, number = self.resume
+            self._file.seek(offset)
+            yield from self._counted(self._json_lines(parse, keep_blank, number + 1))
+            return
         if first is None:
             self._file.seek(0)
-            yield from self._json_lines(parse, keep_blank, first_number=1)
+            yield from self._counted(self._json_lines(parse, keep_blank, first_number=1))
             return
         if keep_blank:
             for number in range(1, first.number):
@@ -261,6 +297,13 @@ class RecordingText:
         yield first
         self._file.seek(first.end)
         yield from self._json_lines(parse, keep_blank, first_number=first.number + 1)
+
+    def _counted(self, lines: Iterable[Line]) -> Iterator[Line]:
+        """*lines*, keeping `consumed` at the end of the last whole one."""
+        for line in lines:
+            if not line.unterminated:
+                self.consumed = (line.end, line.number)
+            yield line
 
     def first(self) -> Line | None:
         """The first line that is not blank (its value, or why it did not parse), or None
@@ -298,7 +341,7 @@ class RecordingText:
         if first is None:
             return False
         self._file.seek(first.end)
-        while block := self._file.read(BLOCK):
+        while block := self._file.read(self._block):
             if block.strip():
                 return False
         return True
@@ -312,6 +355,7 @@ class RecordingText:
             skipped=self._skipped,
             keep_blank=keep_blank,
             first_number=first_number,
+            block=self._block,
         )
 
 

@@ -46,7 +46,7 @@ from blobviewer.ingest.kept_recordings import keep_copies
 from blobviewer.ingest.options import IngestOptions
 from blobviewer.ingest.progress import PassTally, ProgressLine, Tally, Unended, is_terminal
 from blobviewer.ingest.rebuild import rebuild_targets, still_outdated
-from blobviewer.ingest.recording_files import Links, Opened, recording_paths
+from blobviewer.ingest.recording_files import Links, Opened, ReadState, recording_paths
 from blobviewer.ingest.sessions import IngestResult, ingest_recordings
 from blobviewer.ingest.unchanged import Seen, ingest_shape
 from blobviewer.ingest.watch import WatchError, WatchRoot, follow, stop_on_signals
@@ -77,19 +77,13 @@ class _Run:
 
     @property
     def seen(self) -> Seen:
-        """The marks of the files ingested with these options (blobviewer.ingest.unchanged):
-        those that shape what is recorded, the owner a session is given among them."""
+        """The marks of the files ingested with these options (blobviewer.ingest.unchanged).
+        A rebuild or --force reads every file; with an object store a file is read whole,
+        since a copy of it is kept (kept_recordings)."""
         owner = self.options.owner.pk if self.options.owner is not None else None
-        # With an object store, a file also leaves a copy there (kept_recordings).
         keeps = self.copies is not None
         shape = ingest_shape(self.options.policy, self.max_record, blob_bytes_limit(), owner, keeps)
-        return Seen(shape)
-
-    @property
-    def reads_all(self) -> bool:
-        """Whether every file is read, unchanged or not: a rebuild re-derives its
-        sessions, --force ingests pruned ones again."""
-        return self.options.rebuild or self.options.force
+        return Seen(shape, fresh=self.options.rebuild or self.options.force, whole=keeps)
 
 
 class Command(BaseCommand):
@@ -321,17 +315,18 @@ class Command(BaseCommand):
             self._show_progress(number, tally, path)
             mark = seen.key(path)
             prefix = f"[{number}/{len(files)}] "
-            if not run.reads_all and seen.unchanged(path, mark):
+            state = seen.plan(path, mark)
+            if state is None:
                 tally.ingested += 1
                 tally.unchanged += 1
                 self._say(f"{prefix}{path}: unchanged since its last ingest", quiet=True)
             else:
                 failed = tally.failed
-                self._ingest(path, named, prefix, tally, run, said)
+                self._ingest(path, named, prefix, tally, run, said, state)
                 if path in run.sources:
                     pass  # a kept copy fetched for a rebuild, gone when the run ends
                 elif tally.failed == failed:
-                    seen.remember(path, mark)
+                    seen.remember(path, mark, state)
                 else:  # read again next time, however it failed
                     seen.forget(path)
             tally.done = number
@@ -365,13 +360,15 @@ class Command(BaseCommand):
         tally: Tally,
         run: _Run,
         said: dict[str, str] | None = None,
+        state: ReadState | None = None,
     ) -> bool:
         """Ingest one recording and report it (a line per session; an evaluation output
         has one per run); True when nothing about it failed. *said* (watching) keeps the
         last outdated or pruned message of each session, so a recording that keeps
-        growing says it once, not at every change, until something else happens to it."""
+        growing says it once, not at every change, until something else happens to it.
+        *state*: where to read from, and where the read ended (see open_recording)."""
         skipped: list[SkippedRecord] = []
-        outcomes = _outcomes(path, run, skipped)
+        outcomes = _outcomes(path, run, skipped, state)
         for record in skipped:  # a line each, before what the rest of the file came to
             key = f"{path}:{record.line}"
             if said is None or said.get(key) != str(record):
@@ -498,11 +495,12 @@ class Command(BaseCommand):
                 if accepts is not None and not named and not accepts(path):
                     continue
                 mark = seen.key(path)
-                if not run.reads_all and seen.unchanged(path, mark):
+                state = seen.plan(path, mark)
+                if state is None:
                     continue  # e.g. a change the first pass already read
                 prefix = f"[{time.strftime('%H:%M:%S')}] "
-                if self._ingest(path, named, prefix, watched, run, said):
-                    seen.remember(path, mark)
+                if self._ingest(path, named, prefix, watched, run, said, state):
+                    seen.remember(path, mark, state)
                 else:  # read again on its next change, however it failed
                     seen.forget(path)
             self._flush()
@@ -534,14 +532,16 @@ def _check_flags(
         raise CommandError("give the recordings to ingest: manage.py ingest PATH... (or --agents)")
 
 
-def _outcomes(path: Path, run: _Run, skipped: list[SkippedRecord]) -> list[tuple[str, Any]]:
+def _outcomes(
+    path: Path, run: _Run, skipped: list[SkippedRecord], state: ReadState | None
+) -> list[tuple[str, Any]]:
     """Ingest one recording: ingest_recordings' outcomes, a run's error or the file's as
     an exception, never raised; the records over the cap go to *skipped*."""
     read_from = path
     path = run.recording(path)
     opened: Opened | None = None
     try:
-        opened = _open(read_from, path, run.max_record, skipped)  # what is ingested is kept
+        opened = _open(read_from, path, run.max_record, skipped, state)  # ingested: kept
         outcomes: list[tuple[str, Any]] = ingest_recordings(
             path, store=run.store, options=run.options, opened=opened
         )
@@ -576,11 +576,17 @@ def _keep(
 
 
 def _open(
-    read_from: Path, path: Path | str, max_record: int, skipped: list[SkippedRecord]
+    read_from: Path,
+    path: Path | str,
+    max_record: int,
+    skipped: list[SkippedRecord],
+    state: ReadState | None = None,
 ) -> Opened:
     """open_recording of *read_from*; errors name *path*, the recording it stands for."""
     try:
-        return recording_files.open_recording(read_from, max_record=max_record, skipped=skipped)
+        return recording_files.open_recording(
+            read_from, max_record=max_record, skipped=skipped, state=state
+        )
     except IngestError as error:
         if read_from == path:
             raise

@@ -4,8 +4,11 @@ could change what ingest records makes the file read again."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import uuid
+from contextlib import contextmanager
 from io import StringIO
 from pathlib import Path
 
@@ -14,9 +17,15 @@ from django.core.management import call_command
 
 from blobviewer.ingest import recording_files
 from blobviewer.ingest.importers import codex
+from blobviewer.ingest.importers.json_lines import (
+    DEFAULT_MAX_RECORD,
+    HEADER_BLOCK,
+    RecordingText,
+)
 from blobviewer.ingest.unchanged import Seen, file_mark
 from blobviewer.models import IngestedFile, Item, Session
 from importers.recordings import CLAUDE_CODE, FIXTURES
+from web.records import header, user_item
 
 pytestmark = pytest.mark.django_db
 
@@ -183,3 +192,79 @@ def test_a_file_whose_name_the_database_cannot_hold_is_read_every_time(folder, o
     assert [path.name for path in opened] == [odd.name]
     assert Session.objects.filter(source_path=str(folder / CLAUDE_CODE.name)).exists()
     assert "files ingested" in first and "unchanged, not read" in again
+
+
+class _Counted:
+    """A file whose reads are counted."""
+
+    def __init__(self, file, counts: list[int]) -> None:
+        self._file, self._counts = file, counts
+
+    def read(self, size: int = -1) -> bytes:
+        data = self._file.read(size)
+        self._counts.append(len(data))
+        return data
+
+    def __getattr__(self, name: str):
+        return getattr(self._file, name)
+
+
+@pytest.fixture
+def bytes_read(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The sizes of the reads ingest makes of the recordings it parses."""
+    counts: list[int] = []
+
+    @contextmanager
+    def counting_open(cls, path, *, max_record=DEFAULT_MAX_RECORD, resume=None):
+        with path.open("rb") as file:
+            yield cls(path, _Counted(file, counts), max_record=max_record, resume=resume)
+
+    monkeypatch.setattr(RecordingText, "open", classmethod(counting_open))
+    return counts
+
+
+def test_a_grown_session_log_is_read_from_where_its_last_ingest_ended(write_log, bytes_read):
+    session_id = uuid.uuid4()
+    filler = "x" * 10_000
+    items = [user_item(n, f"message {n} {filler}") for n in range(1, 201)]
+    path = write_log([header(session_id), *items])
+    ingest(str(path))
+    first_read = sum(bytes_read)
+    assert first_read >= path.stat().st_size
+
+    with path.open("a") as log:  # the agent goes on: two more items, then half a line
+        for n in (201, 202):
+            log.write(json.dumps(user_item(n, f"message {n}")) + "\n")
+        log.write(json.dumps(user_item(203, "message 203"))[:20])
+    grown = path.stat().st_size
+    bytes_read.clear()
+    ingest(str(path))
+
+    read = sum(bytes_read)
+    # The header line (in small blocks, twice: recognising, then reading) and the new lines.
+    assert read < 4 * HEADER_BLOCK < first_read / 5
+    seqs = list(Item.objects.filter(session_id=session_id).values_list("seq", flat=True))
+    assert sorted(seqs) == list(range(1, 203))
+
+    with path.open("a") as log:  # the torn line completed, one more
+        log.write(json.dumps(user_item(203, "message 203"))[20:] + "\n")
+        log.write(json.dumps(user_item(204, "message 204")) + "\n")
+    bytes_read.clear()
+    ingest(str(path))
+    assert sum(bytes_read) < 4 * HEADER_BLOCK + (path.stat().st_size - grown)
+    assert Item.objects.filter(session_id=session_id).count() == 204
+    assert Session.objects.get(id=session_id).item_count == 204
+
+
+def test_a_log_rewritten_before_where_it_was_read_is_read_whole(write_log, bytes_read):
+    session_id = uuid.uuid4()
+    path = write_log([header(session_id), user_item(1, "one " * 1000), user_item(2, "two")])
+    ingest(str(path))
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(lines[0] + lines[1].replace(b"one", b"uno") + lines[2] + lines[2])
+    bytes_read.clear()
+
+    with pytest.raises(Exception, match="could not be ingested"):  # seq 1 now differs
+        ingest(str(path))
+
+    assert sum(bytes_read) >= path.stat().st_size  # read from the start, not resumed
