@@ -9,10 +9,6 @@ class BlobviewerConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from django.db.backends.signals import connection_created
-
-        from blobviewer.search.folding import add_casefold
         from blobviewer.search.indexing import connect_signals
 
         connect_signals()
-        connection_created.connect(add_casefold, dispatch_uid="blobviewer-casefold")

@@ -349,11 +349,12 @@ class PrunedBlob(models.Model):
 
 class SearchChunk(models.Model):
     """A piece of text that search reads (blobviewer.search.indexing): a session's title, an item's
-    text, tool calls or output, or up to 64 K characters of a blob's text. Search reads the
-    text's Unicode case folding (`str.casefold()`): SQLite through an FTS5 trigram index
-    that triggers keep in step, folding as they index (migration 0012; `folded` stays
-    empty), PostgreSQL through a pg_trgm GIN index on `folded` (migration 0006). Chunks of
-    one text overlap, so a match that crosses a chunk's edge is still inside one chunk."""
+    text, tool calls or output, or up to 64 K characters of a blob's text. `folded` is the
+    text's Unicode case folding (`str.casefold()`); SQLite finds the chunks that hold a
+    query's trigrams through an FTS5 index kept in step by triggers (migration 0012: which
+    chunks, not where) and checks their folded text, PostgreSQL uses a pg_trgm GIN index
+    (migration 0006). Chunks of one text overlap, so a match that crosses a chunk's edge
+    is still inside one chunk."""
 
     class Source(models.TextChoices):
         TITLE = "title"

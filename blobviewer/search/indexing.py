@@ -28,7 +28,7 @@ from django.utils import timezone
 
 from blobviewer.bulk_insert import claim_rows, insert_rows
 from blobviewer.models import Blob, BlobRef, Item, SearchChunk, SearchedBlob, Session
-from blobviewer.search.folding import storable, stored_folded
+from blobviewer.search.folding import storable
 from blobviewer.search.queries import MAX_QUERY_CHARS
 from core.content import Structured, cut_utf8, decode_text, encode_text, utf8_size
 from core.json_values import dumps_indented
@@ -87,7 +87,7 @@ def _chunk_rows(
             chunk.start,
             chunk.line,
             chunk.text,
-            stored_folded(chunk.text),
+            chunk.text.casefold(),
         )
 
 
@@ -122,10 +122,9 @@ def _item_rows(
 
 class _ChunkWriter:
     """Chunk rows written a few megabytes of text at a time: few statements, each of a
-    size that neither database minds (a blob's text is up to 4 MB, twice over with
-    PostgreSQL's folded copy). The trigram index is updated by the inserts themselves
-    (SQLite's triggers feed FTS5; PostgreSQL's GIN index), so there is nothing else to
-    write."""
+    size that neither database minds (a blob's text is up to 4 MB, twice over with its
+    folded copy). The trigram index is updated by the inserts themselves (SQLite's
+    triggers feed FTS5; PostgreSQL's GIN index), so there is nothing else to write."""
 
     BYTES = 8 << 20
 
@@ -179,7 +178,7 @@ def index_title(session: Session) -> None:
         SearchChunk.objects.filter(session_id=session.pk, source=Source.TITLE).delete()
         if title:
             SearchChunk.objects.create(
-                session_id=session.pk, source=Source.TITLE, text=title, folded=stored_folded(title)
+                session_id=session.pk, source=Source.TITLE, text=title, folded=title.casefold()
             )
 
 

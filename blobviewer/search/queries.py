@@ -64,34 +64,18 @@ def matching_chunks(query: SearchQuery) -> QuerySet[SearchChunk]:
     """Every chunk whose folded text contains the folded query (a full query only)."""
     if connection.vendor == "sqlite":
         # The chunks that hold every trigram of the query (the tokenizer keeps case; both
-        # sides are folded), then those whose folded text holds the query itself. (Checking
+        # sides are folded), then those whose folded copy holds the query itself. (Checking
         # only the page's chunks, `rowid IN (...)`, costs FTS5 a lookup per chunk: 170x
         # slower than one match on a bench corpus.)
         found = RawSQL(
             f"SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH %s", [trigrams(query)]
         )
-        candidates = SearchChunk.objects.filter(pk__in=found)
-        folded = Func(F("text"), function="casefold")
-        holds = _instr(folded, query.folded)
-        if not query.folded.isascii():
-            return candidates.alias(holds=holds).filter(holds__gt=0)
-        # An ASCII query: SQLite's own lower() folds ASCII as casefold() does, at C speed;
-        # only a text with other characters (ß folds to ss) needs casefold() itself.
-        lowered = _instr(Func(F("text"), function="lower"), query.folded)
-        other = Func(Value(_NOT_ASCII), F("text"), function="glob", output_field=IntegerField())
-        return candidates.alias(lowered=lowered, other=other, holds=holds).filter(
-            Q(lowered__gt=0) | Q(other=1, holds__gt=0)
+        holds = Func(
+            F("folded"), Value(query.folded), function="instr", output_field=IntegerField()
         )
+        return SearchChunk.objects.filter(pk__in=found).alias(holds=holds).filter(holds__gt=0)
     # LIKE '%…%' on the folded text; pg_trgm's GIN index finds the candidates.
     return SearchChunk.objects.filter(folded__contains=query.folded)
-
-
-# A text with a character other than printable ASCII or ASCII whitespace (GLOB pattern).
-_NOT_ASCII = "*[^\t\n\r -~]*"
-
-
-def _instr(text: Any, folded: str) -> Func:
-    return Func(text, Value(folded), function="instr", output_field=IntegerField())
 
 
 # The trigrams a lookup asks for: enough to leave few chunks to check, few enough that
@@ -116,9 +100,7 @@ def session_filter(query: SearchQuery) -> Q:
         # No index can look up fewer than three characters; titles are few enough to scan.
         # LIKE is case-insensitive for ASCII on SQLite only, which changes nothing here:
         # both sides are folded, so neither has an ASCII capital.
-        titles = _folded(SearchChunk.objects.filter(source=Source.TITLE)).filter(
-            search_folded__contains=query.folded
-        )
+        titles = SearchChunk.objects.filter(source=Source.TITLE, folded__contains=query.folded)
         return Q(pk__in=titles.values("session_id"))
     # One lookup of the index per statement: a chunk's own session (a title or an item),
     # or through its blob, every session that references that blob.
@@ -126,14 +108,6 @@ def session_filter(query: SearchQuery) -> Q:
         found_in=Coalesce("session_id", "blob__refs__session_id")
     )
     return Q(pk__in=found.values("found_in"))
-
-
-def _folded(chunks: QuerySet[SearchChunk]) -> QuerySet[SearchChunk]:
-    """*chunks* with their folded text as `search_folded`: the stored copy on PostgreSQL,
-    `casefold(text)` on SQLite (see blobviewer.search.folding)."""
-    if connection.vendor == "sqlite":
-        return chunks.alias(search_folded=Func(F("text"), function="casefold"))
-    return chunks.alias(search_folded=F("folded"))
 
 
 @dataclass(frozen=True, slots=True)
