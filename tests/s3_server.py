@@ -77,6 +77,21 @@ def _free_ports(count: int) -> list[int]:
             sock.close()
 
 
+def _wait_until_stopped(pid: int, *, timeout: float = 10.0) -> None:
+    """Return once every thread of process *pid* is stopped (state T in /proc)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        states = []
+        for stat in Path(f"/proc/{pid}/task").glob("*/stat"):
+            with contextlib.suppress(OSError):
+                # The state follows the command name, which is in parentheses.
+                states.append(stat.read_text().rpartition(")")[2].split()[0])
+        if states and all(state in ("T", "t") for state in states):
+            return
+        time.sleep(0.01)
+    raise SeaweedFailed(f"process {pid} did not stop within {timeout:.0f}s of SIGSTOP")
+
+
 def _die_with_parent() -> None:
     """In the child before exec: on Linux, kill it when the process that started it
     dies (a test run killed outright leaves no server behind)."""
@@ -290,6 +305,7 @@ class SeaweedServer:
         assert self.process is not None
         os.killpg(self.process.pid, signal.SIGSTOP)
         try:
+            _wait_until_stopped(self.process.pid)  # kill() returns before every thread stops
             yield
         finally:
             os.killpg(self.process.pid, signal.SIGCONT)
