@@ -229,3 +229,14 @@ def test_a_count_too_big_for_four_bytes_gets_wide_records(
     with opened(path, wide) as index:
         assert index.width == 8
         assert index.value(index.find(index.root().table, "big")) == "x" * 100
+
+
+def test_a_name_whose_escaped_quote_looks_like_a_separator_is_indexed_from_the_value(
+    tmp_path: Path,
+) -> None:
+    value = {"": {'",': None, "": None, 'a","b': 1}}  # found by the property test above
+    data = dumps_for_storage(value)
+    path = tmp_path / "blob.json"
+    path.write_bytes(data)
+    with FileReader(path, "json") as blob:
+        assert json_index_from_value(value, data) == json_index_from_file(blob)

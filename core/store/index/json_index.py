@@ -169,9 +169,13 @@ class _FromValue:
         while keys := list(itertools.islice(names, _BATCH)):
             values = list(itertools.islice(items, len(keys)))
             size = len(keys)
-            # `"k1":v1,"k2":v2`: the names' JSON without their quotes, from one list.
+            # `"k1":v1,"k2":v2`: the names' JSON without their quotes, from one list, unless
+            # a name holds a quote, whose escape can look like the list's `","`.
             names_json = self.dumps(keys)
-            cores = names_json[2:-2].split(b'","')
+            if b'\\"' in names_json:
+                cores = [self.dumps(key)[1:-1] for key in keys]
+            else:
+                cores = names_json[2:-2].split(b'","')
             if len(cores) != size:
                 raise Unindexable("a name's JSON holds what splits it")
             parts: list[bytes] = [b"", b'":', b"", b',"'] * size
