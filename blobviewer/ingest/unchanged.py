@@ -126,24 +126,26 @@ class Seen:
         if mark is None or key is None:
             return None
         row = IngestedFile.objects.filter(path=key).first()
-        if row is None or row.shape != self.shape or row.sessions != _sessions_from(path):
+        if row is None or row.shape != self.shape:
             return None
         same_file = (row.device, row.inode) == (mark.device, mark.inode)
+        verdict: Unchanged | Grown | None = None
         if same_file and (row.size, row.mtime_ns, row.edges) == (
             mark.size,
             mark.mtime_ns,
             mark.edges,
         ):
-            return UNCHANGED
-        if (
+            verdict = UNCHANGED
+        elif (
             same_file
             and row.format == OUR_FORMAT
             and row.offset
             and mark.size >= row.offset
             and _prefix_at(path, row.offset) == row.prefix
         ):
-            return Grown(row.offset, row.lines)
-        return None
+            verdict = Grown(row.offset, row.lines)
+        # Last, as it costs a query: a session deleted since is made again from the file.
+        return verdict if verdict and row.sessions == _sessions_from(path) else None
 
     def unchanged(self, path: Path, mark: FileMark | None) -> bool:
         return self.verdict(path, mark) is UNCHANGED
@@ -164,8 +166,9 @@ class Seen:
         key = _key(path)
         if mark is None or key is None:
             return
-        resumable = read is not None and read.format == OUR_FORMAT and read.offset > 0
-        prefix = _prefix_at(path, read.offset) if read is not None and resumable else None
+        # Only a line-by-line read of our own log says where it ended (open_recording).
+        prefix = _prefix_at(path, read.offset) if read is not None and read.offset else None
+        kept = read if read is not None and prefix else ReadState()
         IngestedFile.objects.update_or_create(
             path=key,
             defaults={
@@ -176,9 +179,9 @@ class Seen:
                 "edges": mark.edges,
                 "shape": self.shape,
                 "sessions": _sessions_from(path),
-                "format": read.format if read is not None and prefix else "",
-                "offset": read.offset if read is not None and prefix else 0,
-                "lines": read.lines if read is not None and prefix else 0,
+                "format": kept.format,
+                "offset": kept.offset,
+                "lines": kept.lines,
                 "prefix": prefix or "",
             },
         )
