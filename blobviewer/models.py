@@ -350,10 +350,11 @@ class PrunedBlob(models.Model):
 class SearchChunk(models.Model):
     """A piece of text that search reads (blobviewer.search.indexing): a session's title, an item's
     text, tool calls or output, or up to 64 K characters of a blob's text. `folded` is the
-    text's Unicode case folding (`str.casefold()`); SQLite finds the chunks that hold a
-    query's trigrams through an FTS5 index kept in step by triggers (migration 0012: which
-    chunks, not where) and checks their folded text, PostgreSQL uses a pg_trgm GIN index
-    (migration 0006). Chunks of one text overlap, so a match that crosses a chunk's edge
+    text's Unicode case folding (`str.casefold()`) where lowering its ASCII capitals does
+    not make it, else NULL (blobviewer.search.folding, migration 0013); SQLite finds the
+    chunks that hold a query's trigrams through an FTS5 index kept in step by triggers
+    (which chunks, not where) and checks their folded text, PostgreSQL uses a pg_trgm GIN
+    index on the folded text. Chunks of one text overlap, so a match that crosses a chunk's edge
     is still inside one chunk."""
 
     class Source(models.TextChoices):
@@ -378,7 +379,7 @@ class SearchChunk(models.Model):
     start = models.BigIntegerField(default=0)  # where it starts in the text, in characters
     line = models.BigIntegerField(default=1)  # the line its first character is on
     text = models.TextField()
-    folded = models.TextField()
+    folded = models.TextField(null=True)
 
     class Meta:
         indexes = [models.Index(fields=["source"], name="searchchunk_source")]

@@ -1,5 +1,11 @@
 """The one case rule of search, for indexed text and queries alike: Unicode case folding
-(Python's `str.casefold()`) of the text as the databases can hold it."""
+(Python's `str.casefold()`) of the text as the databases can hold it.
+
+An index keeps a chunk's folded copy only where the database cannot make it: both
+databases lower ASCII capitals themselves (SQLite's `lower()`, PostgreSQL's under the "C"
+collation), and for most text, all of it ASCII, that is its folding. `folded_copy` says
+which chunks need theirs stored (blobviewer.search.queries reads the rest lowered).
+"""
 
 from __future__ import annotations
 
@@ -8,6 +14,7 @@ import re
 # PostgreSQL refuses NUL in text, and neither database encodes lone surrogates; the index
 # keeps the stand-ins that ingest uses for item text (ingest imports storable from here).
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 
 def storable(text: str) -> str:
@@ -22,3 +29,12 @@ def storable(text: str) -> str:
 def fold(text: str) -> str:
     """The one case rule of search, for indexed text and queries alike."""
     return storable(text).casefold()
+
+
+def folded_copy(text: str) -> str | None:
+    """The folding of *text* (storable already) when lowering its ASCII capitals does not
+    make it, else None: the index keeps no copy and the database lowers the text."""
+    if text.isascii():
+        return None
+    folded = text.casefold()
+    return None if folded == text.translate(_ASCII_LOWER) else folded

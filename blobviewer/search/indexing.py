@@ -3,7 +3,7 @@ when a session is ingested and when a blob it references arrives later (`index_s
 `index_blob`), so that a search never reads a blob file.
 
 Titles, items (text, tool calls, tool output) and blobs' text are kept as SearchChunk rows,
-each with its text folded by search's case rule (blobviewer.search.folding); the inserts
+each with its folded text where it needs a copy (blobviewer.search.folding); the inserts
 feed the trigram index that blobviewer.search.queries looks queries up in (SQLite's FTS5
 table, through triggers; PostgreSQL's pg_trgm GIN index).
 
@@ -28,7 +28,7 @@ from django.utils import timezone
 
 from blobviewer.bulk_insert import claim_rows, insert_rows
 from blobviewer.models import Blob, BlobRef, Item, SearchChunk, SearchedBlob, Session
-from blobviewer.search.folding import storable
+from blobviewer.search.folding import folded_copy, storable
 from blobviewer.search.queries import MAX_QUERY_CHARS
 from core.content import Structured, cut_utf8, decode_text, encode_text, utf8_size
 from core.json_values import dumps_indented
@@ -71,7 +71,7 @@ def text_chunks(text: str) -> Iterator[Chunk]:
 
 # The columns of a chunk row as indexing writes them (see _chunk_rows).
 _CHUNK_FIELDS = ("session_id", "item_id", "blob_id", "source", "start", "line", "text", "folded")
-ChunkRow = tuple[Any, Any, Any, str, int, int, str, str]
+ChunkRow = tuple[Any, Any, Any, str, int, int, str, str | None]
 
 
 def _chunk_rows(
@@ -87,7 +87,7 @@ def _chunk_rows(
             chunk.start,
             chunk.line,
             chunk.text,
-            chunk.text.casefold(),
+            folded_copy(chunk.text),
         )
 
 
@@ -122,8 +122,8 @@ def _item_rows(
 
 class _ChunkWriter:
     """Chunk rows written a few megabytes of text at a time: few statements, each of a
-    size that neither database minds (a blob's text is up to 4 MB, twice over with its
-    folded copy). The trigram index is updated by the inserts themselves (SQLite's
+    size that neither database minds (a blob's text is up to 4 MB, and its folded copy
+    where it has one). The trigram index is updated by the inserts themselves (SQLite's
     triggers feed FTS5; PostgreSQL's GIN index), so there is nothing else to write."""
 
     BYTES = 8 << 20
@@ -136,7 +136,7 @@ class _ChunkWriter:
     def add(self, rows: Iterable[ChunkRow]) -> None:
         for row in rows:
             self.rows.append(row)
-            self.size += len(row[6]) + len(row[7])
+            self.size += len(row[6]) + len(row[7] or "")
             if self.size >= self.BYTES:
                 self.flush()
 
@@ -178,7 +178,7 @@ def index_title(session: Session) -> None:
         SearchChunk.objects.filter(session_id=session.pk, source=Source.TITLE).delete()
         if title:
             SearchChunk.objects.create(
-                session_id=session.pk, source=Source.TITLE, text=title, folded=title.casefold()
+                session_id=session.pk, source=Source.TITLE, text=title, folded=folded_copy(title)
             )
 
 

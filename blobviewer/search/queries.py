@@ -24,7 +24,7 @@ from typing import Any
 from django.db import connection
 from django.db.models import F, Func, IntegerField, Q, QuerySet, Value
 from django.db.models.expressions import RawSQL
-from django.db.models.functions import Coalesce
+from django.db.models.functions import Coalesce, Collate, Lower
 
 from blobviewer.models import BlobRef, Item, SearchChunk
 from blobviewer.search.folding import fold
@@ -62,20 +62,29 @@ def parse_query(text: str | None) -> SearchQuery | None:
 
 def matching_chunks(query: SearchQuery) -> QuerySet[SearchChunk]:
     """Every chunk whose folded text contains the folded query (a full query only)."""
+    chunks = _searched_chunks()
     if connection.vendor == "sqlite":
         # The chunks that hold every trigram of the query (the tokenizer keeps case; both
-        # sides are folded), then those whose folded copy holds the query itself. (Checking
+        # sides are folded), then those whose folded text holds the query itself. (Checking
         # only the page's chunks, `rowid IN (...)`, costs FTS5 a lookup per chunk: 170x
         # slower than one match on a bench corpus.)
         found = RawSQL(
             f"SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH %s", [trigrams(query)]
         )
         holds = Func(
-            F("folded"), Value(query.folded), function="instr", output_field=IntegerField()
+            F("searched"), Value(query.folded), function="instr", output_field=IntegerField()
         )
-        return SearchChunk.objects.filter(pk__in=found).alias(holds=holds).filter(holds__gt=0)
-    # LIKE '%…%' on the folded text; pg_trgm's GIN index finds the candidates.
-    return SearchChunk.objects.filter(folded__contains=query.folded)
+        return chunks.filter(pk__in=found).alias(holds=holds).filter(holds__gt=0)
+    # LIKE '%…%' on the folded text; pg_trgm's GIN index on it finds the candidates.
+    return chunks.filter(searched__contains=query.folded)
+
+
+def _searched_chunks() -> QuerySet[SearchChunk]:
+    """Chunks with their folded text as `searched`: the copy kept, else the text with its
+    ASCII capitals lowered (blobviewer.search.folding). PostgreSQL's trigram index is on
+    this expression (migration 0013)."""
+    text = F("text") if connection.vendor == "sqlite" else Collate(F("text"), "C")
+    return SearchChunk.objects.alias(searched=Coalesce(F("folded"), Lower(text)))
 
 
 # The trigrams a lookup asks for: enough to leave few chunks to check, few enough that
@@ -100,7 +109,7 @@ def session_filter(query: SearchQuery) -> Q:
         # No index can look up fewer than three characters; titles are few enough to scan.
         # LIKE is case-insensitive for ASCII on SQLite only, which changes nothing here:
         # both sides are folded, so neither has an ASCII capital.
-        titles = SearchChunk.objects.filter(source=Source.TITLE, folded__contains=query.folded)
+        titles = _searched_chunks().filter(source=Source.TITLE, searched__contains=query.folded)
         return Q(pk__in=titles.values("session_id"))
     # One lookup of the index per statement: a chunk's own session (a title or an item),
     # or through its blob, every session that references that blob.
@@ -204,7 +213,7 @@ def snippet(chunk: SearchChunk, query: SearchQuery, *, chars: int = SNIPPET_CHAR
     characters either side), whitespace runs shown as one space; the match as the text has
     it (its case, before folding)."""
     text = chunk.text
-    folded = text.casefold()  # as stored (chunks_by_id leaves that column in the database)
+    folded = text.casefold()  # as searched (chunks_by_id leaves the column in the database)
     position = folded.find(query.folded)
     if position < 0:  # cannot happen for a chunk the index found; show its start
         start = end = 0

@@ -378,7 +378,7 @@ def test_a_pruned_blob_can_no_longer_be_found_by_search(record, blob_at, user, s
 
     assert not SearchChunk.objects.filter(blob_id__in=[shared, unshared]).exists()
     assert not SearchedBlob.objects.filter(blob_id__in=[shared, unshared]).exists()
-    assert not SearchChunk.objects.filter(folded__contains="needle").exists()
+    assert not SearchChunk.objects.filter(text__contains="needle").exists()
 
 
 def test_pruning_again_frees_nothing_more_and_keeps_the_dates(record, blob_at, user):

@@ -133,3 +133,20 @@ def test_claimed_rows_are_only_those_this_call_inserted():
     assert claimed == {new.id}
     assert SearchedBlob.objects.get(blob=kept).indexed_bytes == 1
     assert SearchedBlob.objects.get(blob=new).total_bytes == 9
+
+
+def test_a_chunk_keeps_a_folded_copy_only_where_lowering_ascii_does_not_make_it(store):
+    session_id = uuid.uuid4()
+    records = [
+        user_item(1, "Plain ASCII Text"),
+        user_item(2, "naïve Text"),  # non-ASCII, but lowering its ASCII folds it
+        user_item(3, "Straße"),  # "ss": only a copy has it
+    ]
+    ingest_session(header(session_id), records, source_path="test", store=store)
+
+    kept = dict(
+        SearchChunk.objects.filter(session_id=session_id, source="text").values_list(
+            "item__seq", "folded"
+        )
+    )
+    assert kept == {1: None, 2: None, 3: "strasse"}

@@ -52,7 +52,8 @@ def _matches(queries: list[dict]) -> int:
     """The statements that look the query up in the search index."""
     if connection.vendor == "sqlite":
         return sum(f"{FTS_TABLE} MATCH" in query["sql"] for query in queries)
-    return sum(bool(re.search(r'"folded"::text LIKE', query["sql"])) for query in queries)
+    looked_up = re.compile(r'COALESCE\([^,]*"folded", LOWER\(.*\)::text LIKE')
+    return sum(bool(looked_up.search(query["sql"])) for query in queries)
 
 
 def search_page(client, text: str, page: int = 1) -> tuple[bytes, list[dict]]:
