@@ -33,6 +33,7 @@ from core.promotion import admit, promote
 from core.store import BlobStore
 from core.store.blob_id import BlobId
 from core.store.errors import BlobStoreError
+from core.tool_text import unwrap_text
 from core.wording import excerpt, plural
 
 __all__ = ["DEFAULT_MAX_TURNS", "RunResult", "RunStats", "StopReason", "Worker"]
@@ -180,9 +181,11 @@ class Worker:
         text = await tool.execute(args)
         if not isinstance(text, str):
             raise TypeError(f"execute returned {type(text).__name__}, not a str")
+        received = utf8_size(text)
+        text = _unwrapped(text)
         # Without a store there is nothing to promote to: the output stays whole.
         output = promote(text, self.policy) if self.blob_store is not None else Inline(text)
-        return output, utf8_size(text)
+        return output, received
 
     async def _admit(self, tool_call: ToolCall, output: ToolOutput, received: int) -> _Outcome:
         if self.blob_store is None:
@@ -278,3 +281,14 @@ def _describe(error: BaseException) -> str:
     first = str(error).strip().splitlines()[0] if str(error).strip() else ""
     name = type(error).__name__
     return excerpt(f"{name}: {first}" if first else name, _MESSAGE_LIMIT)
+
+
+def _unwrapped(text: str) -> str:
+    """A tool's text, or the text it wraps (core.tool_text), with a line naming the
+    blocks left out, so the model hears of them."""
+    unwrapped = unwrap_text(text)
+    if unwrapped is None:
+        return text
+    if not unwrapped.note:
+        return unwrapped.text
+    return unwrapped.text.removesuffix("\n") + f"\n[{unwrapped.note}]"

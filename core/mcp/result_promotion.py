@@ -8,7 +8,8 @@ The unit is the result, not each content block (docs/mcp.md#what-the-proxy-does-
   output schema) is that text: the text rule below stores it, once.
 - Otherwise the text blocks, joined by newlines, go through core's promotion: over the
   limit they become one blob (text, or JSON when the text is JSON) and the summary takes
-  their place.
+  their place. Text in a wrapper (core.tool_text: content blocks encoded as a JSON string,
+  `{"content": text}`) is stored as the text it holds.
 - Images, audio, embedded resources and links pass through untouched, and every blob
   gets a `resource_link` to `blob://<id>`. A result with nothing to promote is returned
   as the very same dict, so small results reach the agent byte for byte. `isError`
@@ -31,6 +32,7 @@ from core.promotion import admit_sync, promote
 from core.store import BlobStore
 from core.store.blob_id import BlobId
 from core.store.errors import BlobStoreError
+from core.tool_text import unwrap_text
 
 _TEXT_JOINER = "\n"
 _MIME_OF_KIND = {True: "application/json", False: "text/plain"}
@@ -75,7 +77,9 @@ def promote_result(
     remaining = [index for index in texts if index not in dropped]
     if remaining:
         joined = _TEXT_JOINER.join(texts[index] for index in remaining)
-        output = promote(joined, policy)
+        # A text block that holds text in a wrapper (core.tool_text) is stored as that text.
+        unwrapped = unwrap_text(joined)
+        output = promote(joined if unwrapped is None else unwrapped.text, policy)
         if isinstance(output, Stored):
             admitted = admit_sync(output, store, policy)
             assert admitted.blob_id is not None  # a Stored output is always stored

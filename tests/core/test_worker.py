@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -116,6 +117,21 @@ def test_a_large_json_output_is_stored_as_structured_json(store: FsBlobStore) ->
     result = run(Worker(ScriptedClient(turns(call("packages"))), [packages], store))
     assert results(result)[0].output.splitlines()[0].endswith("json_array | 100 entries")
     assert store.load_sync(blob_in(result.items)) == Structured(rows)
+
+
+def test_content_blocks_of_text_are_stored_as_their_text(store: FsBlobStore) -> None:
+    blocks = [{"type": "text", "text": BIG}, {"type": "image", "data": "iVBO", "mimeType": "x"}]
+
+    @tool
+    def fetch() -> str:
+        """Fetch a page, as an MCP client hands it over."""
+        return json.dumps(blocks)
+
+    result = run(Worker(ScriptedClient(turns(call("fetch"))), [fetch], store))
+    (stored,) = results(result)
+    assert "text | 1001 lines" in stored.output.splitlines()[0]
+    assert store.load_sync(blob_in(result.items)) == Text(BIG + "[1 image not stored]")
+    assert result.stats.output_bytes == len(json.dumps(blocks))  # as the tool returned it
 
 
 def test_without_a_store_the_whole_output_enters_the_history_and_there_is_no_inspect() -> None:

@@ -735,6 +735,21 @@ def test_structured_content_that_wraps_the_text_is_stored_as_that_text(tmp_path:
     assert "structuredContent" not in promoted.result
 
 
+@pytest.mark.parametrize(
+    "wrapped",
+    [json.dumps([{"text": BIG, "type": "text"}]), json.dumps({"content": BIG})],
+    ids=["encoded blocks", "one-key object"],
+)
+def test_a_text_block_that_holds_text_in_a_wrapper_is_stored_as_that_text(
+    tmp_path: Path, wrapped: str
+):
+    raw = {"content": [{"type": "text", "text": wrapped}]}
+    promoted, store = _promote(tmp_path, raw)
+    summary, blob = _summary_and_blob(promoted, store)
+    assert blob == Text(BIG)
+    assert summary.splitlines()[0].endswith("] text | 200 lines")
+
+
 def test_other_blocks_keep_their_places_and_an_error_stays_an_error(tmp_path: Path):
     audio = {"type": "audio", "data": "UklGRg==", "mimeType": "audio/wav"}
     embedded = {

@@ -48,6 +48,7 @@ from blobviewer.ingest.importers.recording import (
     header,
     iso_time,
     load_json_record,
+    output_text,
     parse_call_arguments,
     str_or_empty,
     text_of,
@@ -58,7 +59,8 @@ FORMAT = "claude_code"
 # Bump when what this importer derives from a recording changes; sessions recorded by an
 # older version are re-derived by `manage.py ingest --rebuild` (see blobviewer.ingest.sessions).
 # 2: persisted outputs recovered whole (with a note); sub-agent logs are sessions of their own.
-IMPORTER_VERSION = 2
+# 3: an output that is text in a wrapper (content blocks) is that text (core.tool_text).
+IMPORTER_VERSION = 3
 # Sub-agent logs become sessions naming their parent (the session page lists them).
 SUBAGENTS = True
 _ENTRY_TYPES = {"user", "assistant", "summary", "system", "file-history-snapshot"}
@@ -242,13 +244,14 @@ def _user(builder, path, number, entry, at, extra) -> None:  # noqa: ANN001
             call_id = block.get("tool_use_id")
             if not isinstance(call_id, str):
                 raise RecordingError(path, number, "a tool_result without tool_use_id")
-            output, note = _whole_output(path, entry, call_id, text_of(block.get("content")))
+            text, left_out = output_text(block.get("content"))
+            output, note = _whole_output(path, entry, call_id, text)
             builder.tool_result(
                 call_id,
                 output,
                 is_error=block.get("is_error") is True,
                 at=at,
-                note=note,
+                note="; ".join(filter(None, [note, left_out])) or None,
                 **extra,
             )
         else:

@@ -52,7 +52,8 @@ from blobviewer.ingest.importers.recording import (
 
 FORMAT = "gemini"
 # Bump when what this importer derives from a recording changes (see claude_code).
-IMPORTER_VERSION = 1
+# 2: an output that is text in a wrapper (content blocks) is that text (core.tool_text).
+IMPORTER_VERSION = 2
 
 _FINISHED = {"success", "error", "cancelled"}
 _METADATA_KEYS = ("sessionId", "projectHash", "startTime", "lastUpdated", "summary", "kind")

@@ -74,7 +74,8 @@ from blobviewer.ingest.importers.recording import (
 
 FORMAT = "openhands"
 # Bump when what this importer derives from a recording changes (see claude_code).
-IMPORTER_VERSION = 1
+# 2: an output that is text in a wrapper (content blocks) is that text (core.tool_text).
+IMPORTER_VERSION = 2
 
 # V0 events that are the app's own state, not the conversation.
 _DROPPED_ACTIONS = {"system", "recall", "change_agent_state", "null"}

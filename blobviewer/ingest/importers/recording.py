@@ -25,6 +25,7 @@ from typing import Any
 import orjson
 
 from core.json_values import every_float
+from core.tool_text import unwrap_text
 
 # Session ids of imported recordings are derived from their content, so importing the
 # same file again (from any path, or after it grew) finds the same session.
@@ -273,14 +274,20 @@ class RecordBuilder:
     def tool_result(
         self,
         call_id: str,
-        output: str,
+        output: Any,
         *,
         tool: str | None = None,
         is_error: bool = False,
         at: str | None = None,
         **extra: Any,
     ) -> None:
+        """A tool's result. *output*: its text, or the recording's content (a list of
+        parts): text in a wrapper is that text (core.tool_text, with a note of the blocks
+        left out), any other content reads as text_of reads it."""
         name = tool or self.tool_names.get(call_id, "")
+        output, left_out = output_text(output)
+        if left_out:
+            extra["note"] = "; ".join(filter(None, [extra.get("note"), left_out]))
         record = {
             "type": "tool_result",
             "call_id": call_id,
@@ -289,6 +296,15 @@ class RecordBuilder:
             "is_error": is_error,
         }
         self._add(record, at, extra)
+
+
+def output_text(output: Any) -> tuple[str, str]:
+    """A tool output as a step's text, and a note of the blocks it left out ("" if none):
+    text in a wrapper is the text it holds (core.tool_text); other content is text_of's."""
+    unwrapped = unwrap_text(output)
+    if unwrapped is not None:
+        return unwrapped.text, unwrapped.note
+    return (output if isinstance(output, str) else text_of(output)), ""
 
 
 def text_of(content: Any) -> str:

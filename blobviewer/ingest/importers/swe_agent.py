@@ -32,7 +32,8 @@ from blobviewer.ingest.importers.recording import (
 
 FORMAT = "swe_agent"
 # Bump when what this importer derives from a recording changes (see claude_code).
-IMPORTER_VERSION = 1
+# 2: an output that is text in a wrapper (content blocks) is that text (core.tool_text).
+IMPORTER_VERSION = 2
 
 
 def looks_like(document: Any) -> bool:
