@@ -153,6 +153,11 @@ class Blob(models.Model):
     # The content's first line (a JSON blob: the start of its compact text), cut short;
     # read when the blob is indexed, never per request.
     preview = models.CharField(max_length=300, blank=True)
+    # The blob that a rebuild re-derived this one's output into (`ingest --rebuild`): links
+    # to this blob, share links included, lead there (blobviewer.catalog.blobs.replacement_of).
+    replaced_by = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="replaces"
+    )
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -289,6 +289,21 @@ def blob_for_view(blob_id: uuid.UUID, *, store: BlobStore) -> ViewedBlob | None:
     return ViewedBlob(row, "")
 
 
+def replacement_of(blob: Blob) -> uuid.UUID | None:
+    """The blob that replaces *blob* since a rebuild re-derived its output (the last of a
+    chain of rebuilds); None when nothing replaces it."""
+    seen = {blob.pk}
+    current = blob.replaced_by_id
+    while current is not None and current not in seen:
+        seen.add(current)
+        following = Blob.objects.filter(pk=current).values_list("replaced_by_id", flat=True)
+        after = following.first()
+        if after is None:
+            return current
+        current = after
+    return None
+
+
 def as_missing(blob: Blob) -> Blob:
     """*blob* shown as missing from the store (for a page; not saved)."""
     blob.missing, blob.size, blob.count, blob.error = True, None, None, ""

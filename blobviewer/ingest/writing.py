@@ -111,6 +111,7 @@ def write_session(write: SessionWrite) -> tuple[Session, int]:
             fill_step_durations(session, write.items)
         _insert_items(write.new_items, write.rederived)
         refs = _link_blobs(session, write)
+        _mark_replaced(plan, write.rederived)
         if not first:
             _size_found_late(session, write.blobs)
             _update_totals(session)
@@ -199,6 +200,15 @@ def _rederive(plan: IngestPlan, rederived: list[PendingItem]) -> None:
     gone = [*plan.removed, *(item.id for item in rederived)]
     for start in range(0, len(gone), _BATCH):
         Item.objects.filter(pk__in=gone[start : start + _BATCH]).delete()
+
+
+def _mark_replaced(plan: IngestPlan, rederived: list[PendingItem]) -> None:
+    """A rebuild that re-derived an output into a new blob: the old blob is replaced by it,
+    so that links to the old one, share links included, lead to the new one."""
+    for item in rederived:
+        old, new = plan.old_blobs.get(item.seq), promoted_blob_id(item)
+        if old is not None and new is not None and old != new:
+            Blob.objects.filter(pk=old).update(replaced_by_id=new)
 
 
 def _insert_items(new_items: list[PendingItem], rederived: list[PendingItem]) -> None:

@@ -10,12 +10,12 @@ from functools import partial
 from typing import Any
 
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_safe
 
-from blobviewer.catalog.blobs import as_missing, blob_for_view
+from blobviewer.catalog.blobs import as_missing, blob_for_view, replacement_of
 from blobviewer.catalog.provenance import blob_provenance, timeline_url
 from blobviewer.catalog.retention import pruned_blob
 from blobviewer.data_dir import blob_store
@@ -137,6 +137,21 @@ def _blob_pruned(request: HttpRequest, tombstone: PrunedBlob) -> HttpResponse:
     return render(request, "blob_pruned.html", {"tombstone": tombstone}, status=410)
 
 
+# The blob a link named before a rebuild replaced it (see blobviewer.catalog.blobs).
+REPLACED_PARAM = "replaced"
+
+
+def replaced_here(request: HttpRequest, blob: Blob) -> uuid.UUID | None:
+    """The blob the `replaced` parameter names when *blob* replaces it, for the page's
+    note; None otherwise (a parameter that says anything else is ignored)."""
+    try:
+        old = uuid.UUID(request.GET.get(REPLACED_PARAM, ""))
+    except ValueError:
+        return None
+    row = Blob.objects.filter(pk=old).first()
+    return old if row is not None and replacement_of(row) == blob.pk else None
+
+
 @require_safe
 def blob_detail(request: HttpRequest, blob_id: uuid.UUID) -> HttpResponse:
     if tombstone := pruned_blob(blob_id, store=blob_store()):
@@ -145,11 +160,16 @@ def blob_detail(request: HttpRequest, blob_id: uuid.UUID) -> HttpResponse:
     if viewed is None:
         raise Http404("No blob has this id.")
     blob = viewed.blob
+    if (replacement := replacement_of(blob)) is not None:
+        query = request.GET.copy()
+        query[REPLACED_PARAM] = str(blob.id)
+        return redirect(f"{reverse('blob_detail', args=[replacement])}?{query.urlencode()}")
     context, status = blob_view_context(
         request, blob, base_url=reverse("blob_detail", args=[blob.id])
     )
     context["raw_url"] = reverse("blob_raw", args=[blob.id])
     context["unindexed"] = viewed.unindexed
+    context["replaced"] = replaced_here(request, blob)
     if not context["in_place"]:
         add_blob_page_extras(request, blob, context)
     return render_page(

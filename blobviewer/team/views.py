@@ -18,7 +18,7 @@ from django.utils.cache import add_never_cache_headers
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
-from blobviewer.catalog.blobs import blob_for_view, catalogued_blob
+from blobviewer.catalog.blobs import blob_for_view, catalogued_blob, replacement_of
 from blobviewer.catalog.provenance import blob_provenance
 from blobviewer.catalog.retention import pruned_blob
 from blobviewer.data_dir import blob_store
@@ -209,7 +209,8 @@ def share_detail(request: HttpRequest, token: str) -> HttpResponse:
     link = _active_share_link(request, token)
     if isinstance(link, HttpResponse):
         return link
-    viewed = blob_for_view(link.blob_id, store=blob_store())
+    replacement = replacement_of(link.blob)  # a rebuild re-derived the shared output
+    viewed = blob_for_view(replacement or link.blob_id, store=blob_store())
     blob = viewed.blob if viewed else link.blob
     context, status = blob_view_context(
         request,
@@ -217,7 +218,11 @@ def share_detail(request: HttpRequest, token: str) -> HttpResponse:
         base_url=reverse("share_detail", args=[link.token]),
         default_selector=link.selector,
     )
-    context.update(link=link, raw_url=reverse("share_raw", args=[link.token]))
+    context.update(
+        link=link,
+        raw_url=reverse("share_raw", args=[link.token]),
+        replaced=link.blob_id if replacement else None,
+    )
     if not request.htmx or request.htmx.history_restore_request:
         # The step that made the blob, as text; nothing else of its session.
         context["provenance"] = blob_provenance(blob, references=0)
@@ -232,7 +237,7 @@ def share_raw(request: HttpRequest, token: str) -> HttpResponse:
     link = _active_share_link(request, token)
     if isinstance(link, HttpResponse):
         return link
-    return raw_response(link.blob_id)
+    return raw_response(replacement_of(link.blob) or link.blob_id)
 
 
 def _active_share_link(request: HttpRequest, token: str) -> ShareLink | HttpResponse:
