@@ -249,6 +249,28 @@ def test_times_model_title_and_status_come_from_the_rollout(fixtures_dir) -> Non
     assert roles == ["developer", "context", None, None]
 
 
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        "# Files mentioned by the user:\n\n## app.py: /work/app.py\n\n"
+        "## My request for Codex:\nfix the failing test\nand say why\n",
+        "# Context from my IDE setup:\n\n## Active file: app.py\n\n## Open tabs:\n"
+        "- app.py: app.py\n\n## My request for Codex:\n\nfix the failing test\n",
+    ],
+    ids=["files mentioned", "IDE context"],
+)
+def test_the_title_is_the_request_not_the_ide_extensions_preamble(prompt, tmp_path) -> None:
+    event = line("event_msg", {"type": "user_message", "message": prompt})
+    path = write(tmp_path / "rollout.jsonl", [meta(), user(prompt), event])
+    assert load_recording(path).header["title"] == "fix the failing test"
+
+
+def test_a_prompt_without_the_request_heading_is_its_own_title(tmp_path) -> None:
+    prompt = "# Plan\nrefactor the parser"
+    path = write(tmp_path / "rollout.jsonl", [meta(), user(prompt)])
+    assert load_recording(path).header["title"] == "# Plan"
+
+
 def test_reasoning_shows_that_it_happened_never_its_encrypted_bytes(fixtures_dir) -> None:
     records = load_recording(ROLLOUT).records
     raw = payloads(ROLLOUT, "response_item", "reasoning")

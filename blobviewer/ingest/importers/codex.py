@@ -67,6 +67,9 @@ _CONTEXT_PREFIXES = (
     "<INSTRUCTIONS>",
     "# AGENTS.md instructions",
 )
+# The IDE extension puts its context (`# Context from my IDE setup:`, `# Files mentioned
+# by the user:`, open tabs …) before what the user asked, under this heading.
+_REQUEST_HEADING = "## My request for Codex:"
 _EXIT_CODE = re.compile(r"^(?:Process exited with code|Exit code:) (-?\d+)\s*$", re.MULTILINE)
 _STILL_RUNNING = re.compile(r"^Process running with session ID ", re.MULTILINE)
 # How far into an output its header lines (chunk id, wall time, exit code) can reach.
@@ -272,7 +275,7 @@ class _Rollout:
             FORMAT,
             header(
                 session_uuid("codex", raw_id),
-                title=first_line(prompt) or self.path.stem,
+                title=first_line(_request_in(prompt)) or self.path.stem,
                 model=model if isinstance(model, str) else "",
                 created_at=iso_time(self.meta.get("timestamp"))
                 or next((r["at"] for r in records if r.get("at")), None),
@@ -409,3 +412,10 @@ def _reasoning_text(item: dict[str, Any]) -> str:
     if texts:
         return "(reasoning) " + "\n".join(texts)
     return "(reasoning, encrypted)" if item.get("encrypted_content") else "(reasoning)"
+
+
+def _request_in(prompt: str) -> str:
+    """What the user asked in *prompt*: the text under the IDE extension's request heading
+    when it has one, else the whole prompt."""
+    _, heading, request = prompt.partition(_REQUEST_HEADING)
+    return request if heading and request.strip() else prompt
