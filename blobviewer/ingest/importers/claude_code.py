@@ -48,8 +48,8 @@ from blobviewer.ingest.importers.recording import (
     header,
     iso_time,
     load_json_record,
-    output_text,
     parse_call_arguments,
+    step_output_text,
     str_or_empty,
     text_of,
     token_count,
@@ -244,7 +244,7 @@ def _user(builder, path, number, entry, at, extra) -> None:  # noqa: ANN001
             call_id = block.get("tool_use_id")
             if not isinstance(call_id, str):
                 raise RecordingError(path, number, "a tool_result without tool_use_id")
-            text, left_out = output_text(block.get("content"))
+            text, left_out = step_output_text(block.get("content"))
             output, note = _whole_output(path, entry, call_id, text)
             builder.tool_result(
                 call_id,

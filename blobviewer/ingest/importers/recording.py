@@ -285,7 +285,7 @@ class RecordBuilder:
         parts): text in a wrapper is that text (core.tool_text, with a note of the blocks
         left out), any other content reads as text_of reads it."""
         name = tool or self.tool_names.get(call_id, "")
-        output, left_out = output_text(output)
+        output, left_out = step_output_text(output)
         if left_out:
             extra["note"] = "; ".join(filter(None, [extra.get("note"), left_out]))
         record = {
@@ -298,7 +298,7 @@ class RecordBuilder:
         self._add(record, at, extra)
 
 
-def output_text(output: Any) -> tuple[str, str]:
+def step_output_text(output: Any) -> tuple[str, str]:
     """A tool output as a step's text, and a note of the blocks it left out ("" if none):
     text in a wrapper is the text it holds (core.tool_text); other content is text_of's."""
     unwrapped = unwrap_text(output)

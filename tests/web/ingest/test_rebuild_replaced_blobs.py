@@ -44,7 +44,7 @@ def rebuilt(data_dir, tmp_path, monkeypatch, user):
     )
     with monkeypatch.context() as before:  # the importer as it was: outputs as recorded
         before.setattr(codex, "IMPORTER_VERSION", codex.IMPORTER_VERSION - 1)
-        before.setattr(recording, "output_text", lambda output: (output, ""))
+        before.setattr(recording, "step_output_text", lambda output: (output, ""))
         ingest(path)
     old = step_blob()
     assert old.kind == "json_array"
