@@ -29,7 +29,8 @@ code N`, `Exit code: N`, or `metadata.exit_code`), else when the `exec_command_e
 `patch_apply_end` of its call id says it failed — except when the call returned while its
 command still ran (`Process running with session ID …`): that command's exit, and its
 `aggregated_output`, reach the model through the later `write_stdin` polls, each a step
-of its own.
+of its own. An output in which Codex says it could not make the call (`write_stdin failed:
+stdin is closed …`) is an error too.
 """
 
 from __future__ import annotations
@@ -71,6 +72,8 @@ _CONTEXT_PREFIXES = (
 # by the user:`, open tabs …) before what the user asked, under this heading.
 _REQUEST_HEADING = "## My request for Codex:"
 _EXIT_CODE = re.compile(r"^(?:Process exited with code|Exit code:) (-?\d+)\s*$", re.MULTILINE)
+# How Codex answers a call it could not make (`write_stdin failed: stdin is closed …`).
+_TOOL_FAILED = "write_stdin failed:"
 _STILL_RUNNING = re.compile(r"^Process running with session ID ", re.MULTILINE)
 # How far into an output its header lines (chunk id, wall time, exit code) can reach.
 _HEADER_CHARS = 400
@@ -195,6 +198,8 @@ class _Rollout:
             exit_code = _exit_code_in(text)
         if exit_code is not None:
             is_error = failed or exit_code != 0
+        elif text.startswith(_TOOL_FAILED):  # Codex refused the call itself
+            is_error = True
         elif failed or _STILL_RUNNING.search(text[:_HEADER_CHARS]):
             is_error = failed
         else:
