@@ -85,6 +85,7 @@ class ShownRow:
     tokens: tuple[Piece, ...] | None = None
     pieces: list[tuple[str, bool]] | None = None
     target: str = ""  # grep: the URL of the line in its text
+    role: str = ""  # grep: "context" (a line around a match), "gap", or "" (a match)
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,13 +200,17 @@ def _grep(reader: Reader, page: ReaderPage, urls: _Urls) -> None:
     budget = MARK_BUDGET
     rows = []
     for row in page.rows:
+        if row.role == "gap":
+            rows.append(ShownRow(None, "", role="gap"))
+            continue
         text = strip_terminal_codes(row.text)
         pieces = None
-        if page.grep is not None and budget > 0:
+        if page.grep is not None and budget > 0 and not row.role:
             pieces, used = _marked(text, page.grep, budget)
             budget -= used
+        target = urls.of(row.target or "")
         rows.append(
-            ShownRow(row.number, text, row.cut, pieces=pieces, target=urls.of(row.target or ""))
+            ShownRow(row.number, text, row.cut, pieces=pieces, target=target, role=row.role)
         )
     reader.rows = rows
 

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 from django.http import QueryDict
 from django.utils.html import escape
@@ -67,6 +68,11 @@ PAGE_BUDGET = 120_000
 # its number as a link, the line break.
 _ROW_OVERHEAD = 128
 GREP_CONTEXT = 10  # lines shown above a grep match when following it into the text
+# Lines shown dimmed before and after each grep match on a page of a text blob, as a code
+# search shows them; each cut to CONTEXT_BYTES, all of them within CONTEXT_BUDGET bytes.
+CONTEXT_LINES = 2
+CONTEXT_BYTES = 300
+CONTEXT_BUDGET = 40_000
 # A grep stops once it has a page of matches (then the page goes on with the continuation).
 GREP_PAGE = GrepPage(max_bytes=PAGE_BUDGET, max_matches=LINES_PER_PAGE, line_bytes=LINE_BYTES)
 
@@ -82,6 +88,9 @@ class Row:
     text: str
     cut: int = 0  # characters of the line not shown
     target: str | None = None  # grep rows: the selector that shows the match in its text
+    # grep pages: a line around a match, shown dimmed ("context"), or the gap before the
+    # next group of lines ("gap", with no number); "" for a match (and any other row).
+    role: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,7 +134,13 @@ def blob_page(blob: Blob, selector: Selector, *, store: BlobStore, start: int = 
     if isinstance(view, LinesView):
         return _lines_page(view, selector)
     if isinstance(view, GrepView):
-        return _grep_page(view, selector)
+        page = _grep_page(view, selector)
+        if blob.kind == "text" and all(isinstance(s, Lines) for s in selector.steps[:-1]):
+            # Context never reaches a match that this page does not show.
+            shown = len(page.rows)
+            last = view.matches[shown][0] - 1 if shown < len(view.matches) else view.last
+            page = _with_context(page, blob, selector, store=store, lines=(view.first, last))
+        return page
     if isinstance(view, KeysView):
         return _keys_page(view, selector)
     return _json_page(view, selector, start=start)
@@ -135,15 +150,7 @@ def blob_page(blob: Blob, selector: Selector, *, store: BlobStore, start: int = 
 
 
 def _indexed_lines_page(blob: Blob, selector: Selector, *, store: BlobStore) -> ReaderPage:
-    try:
-        index = open_index(store, blob.id, min_bytes=store.index_min_bytes)
-    except BlobStoreError:
-        raise
-    except OSError as error:
-        raise BlobStoreError(f"cannot read blob {blob.id}: {error.strerror}") from None
-    if not isinstance(index, TextIndex):
-        raise BlobCorrupt(f"blob {blob.id} changed while it was read")
-    with index:
+    with _text_index(blob, store) as index:
         total = index.line_count
         # The same steps on a text-less view give core's numbers and errors without the text.
         view = apply_steps(selector, LinesView("", 1, total, total))
@@ -203,8 +210,7 @@ def _grep_page(view: GrepView, selector: Selector) -> ReaderPage:
     rows = []
     for row in _fit(_sized(view.matches[:LINES_PER_PAGE])):
         n = row.number or 1
-        context = base.then(Lines(max(1, n - GREP_CONTEXT), n + LINES_PER_PAGE - GREP_CONTEXT))
-        rows.append(Row(n, row.text, row.cut, target=str(context)))
+        rows.append(Row(n, row.text, row.cut, target=_line_target(base, n)))
     searched_all = view.complete  # False: the search stopped at a page of matches
     resume = None
     if len(rows) < found:
@@ -233,6 +239,81 @@ def _grep_page(view: GrepView, selector: Selector) -> ReaderPage:
         total=view.total,
         grep=step,
     )
+
+
+def _line_target(base: Selector, number: int) -> str:
+    """The selector that shows line *number* of *base*'s text, a few lines below the top."""
+    first = max(1, number - GREP_CONTEXT)
+    return str(base.then(Lines(first, number + LINES_PER_PAGE - GREP_CONTEXT)))
+
+
+def _with_context(
+    page: ReaderPage,
+    blob: Blob,
+    selector: Selector,
+    *,
+    store: BlobStore,
+    lines: tuple[int, int],
+) -> ReaderPage:
+    """*page* (grep over a text blob, or over lines of it) with CONTEXT_LINES lines before
+    and after each match, within *lines* (first, last), read through the blob's index (one
+    read per group of nearby matches), and a gap row between groups. Context stops once
+    CONTEXT_BUDGET bytes are spent: the matches are what the page is for."""
+    if not page.rows:
+        return page
+    base = _without_trailing_lines(Selector(selector.steps[:-1]))
+    matches = {row.number or 1: row for row in page.rows}
+    rows: list[Row] = []
+    budget = CONTEXT_BUDGET
+    with _text_index(blob, store) as index:
+        for first, last in _groups(list(matches), *lines):
+            if rows:
+                rows.append(Row(None, "", role="gap"))
+            around = _read_lines(index, blob, first, last) if budget > 0 else {}
+            for number in range(first, last + 1):
+                if (match := matches.get(number)) is not None:
+                    rows.append(match)
+                elif (line := around.get(number)) is not None and budget > 0:
+                    budget -= len(line.text) + _ROW_OVERHEAD
+                    cut = 0 if line.size < 0 else max(0, line.size - utf8_size(line.text))
+                    target = _line_target(base, number)
+                    rows.append(Row(number, line.text, cut, target=target, role="context"))
+    return replace(page, rows=rows)
+
+
+def _groups(numbers: list[int], low: int, high: int) -> list[tuple[int, int]]:
+    """The line ranges that CONTEXT_LINES around each of *numbers* (ascending) cover,
+    within *low*..*high*, ranges that touch merged."""
+    groups: list[tuple[int, int]] = []
+    for number in numbers:
+        first, last = max(low, number - CONTEXT_LINES), min(high, number + CONTEXT_LINES)
+        if groups and first <= groups[-1][1] + 1:
+            groups[-1] = (groups[-1][0], max(groups[-1][1], last))
+        else:
+            groups.append((first, last))
+    return groups
+
+
+def _read_lines(index: TextIndex, blob: Blob, first: int, last: int) -> dict[int, Any]:
+    """Lines *first*..*last* of *blob* by number, each cut to CONTEXT_BYTES."""
+    try:
+        lines = index.read_lines(first, last, max_line_bytes=CONTEXT_BYTES)
+    except UnicodeDecodeError as error:
+        raise BlobCorrupt(f"blob {blob.id} is not UTF-8: {error.reason}") from None
+    return {line.number: line for line in lines}
+
+
+def _text_index(blob: Blob, store: BlobStore) -> TextIndex:
+    """The line index of the text blob *blob* (a context manager that closes it)."""
+    try:
+        index = open_index(store, blob.id, min_bytes=store.index_min_bytes)
+    except BlobStoreError:
+        raise
+    except OSError as error:
+        raise BlobStoreError(f"cannot read blob {blob.id}: {error.strerror}") from None
+    if not isinstance(index, TextIndex):
+        raise BlobCorrupt(f"blob {blob.id} changed while it was read")
+    return index
 
 
 # --- JSON ----------------------------------------------------------------------------------

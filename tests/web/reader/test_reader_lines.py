@@ -92,7 +92,62 @@ def test_grep_marks_what_matched_within_each_escaped_line(logged_in_client, text
     html = page(logged_in_client, blob_id, "grep:<b>[a-z]+")
 
     assert "<mark>&lt;b&gt;bold</mark>&lt;/b&gt; and <mark>&lt;b&gt;more</mark>&lt;/b&gt;\n" in html
-    assert "none" not in re.search(r'<pre class="content grep.*?</pre>', html, re.S).group(0)
+    grep = re.search(r'<pre class="content grep.*?</pre>', html, re.S).group(0)
+    # The line after the match is context: shown dimmed, nothing marked in it.
+    assert re.search(r'<span class="r context"><a class="ln" [^>]*>2</a>none\n</span>', grep)
+
+
+def grep_rows(html: str) -> list[tuple[str, str]]:
+    """(class, number) of each row of the grep page's text."""
+    grep = re.search(r'<pre class="content grep.*?</pre>', html, re.S).group(0)
+    return re.findall(r'<span class="(r[^"]*)"[^>]*>(?:<a class="ln"[^>]*>(\d+)</a>)?', grep)
+
+
+def test_grep_shows_two_lines_around_each_match_within_the_lines_searched(
+    logged_in_client, text_blob
+):
+    lines = [f"line {n}" for n in range(1, 41)]
+    for n in (10, 12, 30, 40):
+        lines[n - 1] = f"hit {n}"
+    blob_id = text_blob("\n".join(lines) + "\n")
+
+    rows = grep_rows(page(logged_in_client, blob_id, "grep:hit"))
+    assert rows == [
+        *[("r context", str(n)) for n in (8, 9)],
+        ("r", "10"),
+        ("r context", "11"),
+        ("r", "12"),
+        *[("r context", str(n)) for n in (13, 14)],
+        ("r gap", ""),
+        *[("r context", str(n)) for n in (28, 29)],
+        ("r", "30"),
+        *[("r context", str(n)) for n in (31, 32)],
+        ("r gap", ""),
+        *[("r context", str(n)) for n in (38, 39)],
+        ("r", "40"),  # the last line: nothing after it
+    ]
+
+    # Within lines:, context stays inside the range searched.
+    rows = grep_rows(page(logged_in_client, blob_id, "lines:11-31 | grep:hit"))
+    assert rows[:3] == [("r context", "11"), ("r", "12"), ("r context", "13")]
+    assert rows[-3:] == [("r context", "29"), ("r", "30"), ("r context", "31")]
+
+
+def test_grep_context_is_bounded_on_a_page_of_many_matches(logged_in_client, text_blob):
+    # Every other line matches: a page of matches, and context no more than its budget.
+    text = "".join(f"hit {n}\n{'x' * 250}\n" for n in range(1, 1001))
+    blob_id = text_blob(text)
+
+    html = page(logged_in_client, blob_id, "grep:hit")
+
+    rows = grep_rows(html)
+    matches = [row for row in rows if row[0] == "r"]
+    context = [row for row in rows if row[0] == "r context"]
+    assert len(matches) == 500  # a page of matches, as without context
+    assert 0 < len(context) < len(matches)  # context stopped at its budget
+    # Never the next page's first match (line 1,001) as context.
+    assert max(int(number) for _, number in rows if number) <= 1000
+    assert len(html.encode()) < 200_000
 
 
 def test_a_line_with_terminal_codes_is_shown_and_marked_without_them(logged_in_client, text_blob):
