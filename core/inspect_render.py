@@ -46,6 +46,7 @@ from core.selectors import (
     View,
     evaluate,
     key_line,
+    mapped_description,
 )
 from core.store.blob_id import BlobId
 from core.store.index import BlobIndex, IndexedLine, JsonIndex, TextIndex
@@ -78,6 +79,10 @@ def render_through_index(
 def render_view(blob_id: BlobId, view: View, selector: Selector, policy: Policy) -> str:
     """The inspect result for a part already read and parsed: a value without a table of
     its own, a string reached by `key:` (and the lines of it), or the matches of a grep."""
+    if isinstance(view, ValueView) and view.missing is not None:  # key: over an array
+        header = f"[blob:{blob_id}] {selector}: {mapped_description(view)}"
+        units = [OutputUnit([dumps_compact(value)], None, "value") for value in view.value]
+        return _capped(header, ready(units), None, policy.inspect_limit)
     description, units = _view_units(view, selector)
     header = f"[blob:{blob_id}] {_named(selector)}{description}"
     return _capped(header, ready(units), _grep_more(view, selector), policy.inspect_limit)
@@ -144,7 +149,10 @@ def _array_overview(
         if not count:
             return OutputUnit(["── schema ──", "(empty)"], None)
         first = index.value(Node("", 0, *spans[0]))
-        return OutputUnit(["── schema ──", schema_line(first, 1 << 20)], None)
+        lines = ["── schema ──", schema_line(first, 1 << 20)]
+        if isinstance(first, dict) and first:  # an array of objects: one key of each
+            lines.append(f"({Key(next(iter(first)))} gives that key of every entry)")
+        return OutputUnit(lines, None)
 
     pending: list[Pending] = [(None, schema)]
     resume = resumes(Selector(), lambda i: Slice(i, shown))

@@ -337,11 +337,14 @@ class LinesView:
 @dataclass(frozen=True, slots=True)
 class ValueView:
     """A JSON value. For a slice, *value* is the selected entries, *start* the index of the
-    first of them and *total* the length of the array they come from."""
+    first of them and *total* the length of the array they come from. For `key:` over an
+    array (*missing* not None), *value* is each entry's value of that key, `null` for the
+    *missing* entries that are not objects or lack it."""
 
     value: Any
     start: int | None = None
     total: int | None = None
+    missing: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -407,7 +410,7 @@ def kind_of(view: View) -> str:
         return "grep result"
     if isinstance(view, KeysView):
         return "key lines"
-    if isinstance(view.value, list) and view.start is not None:
+    if isinstance(view.value, list) and (view.start is not None or view.missing is not None):
         return "json_array"
     return f"json_{json_type(view.value)}"
 
@@ -421,6 +424,9 @@ def suggestion(view: View) -> str:
     if isinstance(view, KeysView):
         return "only keys: may follow keys:"
     if isinstance(view.value, list):
+        first = view.value[0] if view.value else None
+        if isinstance(first, dict) and first:
+            return f"try slice:0..10, or {Key(next(iter(first)))} for that key of every entry"
         return "try slice:0..10"
     if isinstance(view.value, dict):
         if not view.value:
@@ -469,6 +475,8 @@ def apply_step(
         return _slice(step, view)
     if isinstance(step, Keys) and isinstance(view, KeysView):
         return _narrow_keys(step, view)
+    if isinstance(step, Key) and isinstance(view, ValueView) and isinstance(view.value, list):
+        return mapped(step, view.value, start=view.start, total=view.total)
     if not (isinstance(view, ValueView) and isinstance(view.value, dict)):
         raise _misapplied(step, "a JSON object", view, reached)
     if isinstance(step, Keys):
@@ -478,6 +486,29 @@ def apply_step(
     if step.name not in view.value:
         raise missing_key(step, itertools.islice(view.value, 10), len(view.value))
     return ValueView(view.value[step.name])
+
+
+def mapped(
+    step: Key, entries: Iterable[Any], *, start: int | None = None, total: int | None = None
+) -> ValueView:
+    """`key:` over an array's *entries* (all of it, or a slice from *start* of an array of
+    *total*): each entry's value of the key, `null` for an entry that is not an object or
+    lacks the key (one whose key holds `null` has it)."""
+    values: list[Any] = []
+    missing = 0
+    for entry in entries:
+        if isinstance(entry, dict) and step.name in entry:
+            values.append(entry[step.name])
+        else:
+            values.append(None)
+            missing += 1
+    return ValueView(values, start, total, missing)
+
+
+def mapped_description(view: ValueView) -> str:
+    """What `key:` over an array gave (a view with *missing*): `10 values, 2 missing`."""
+    count = len(view.value)
+    return f"{count} value{'' if count == 1 else 's'}, {view.missing} missing"
 
 
 def missing_key(step: Key, first_names: Iterable[str], total: int) -> SelectorError:

@@ -61,7 +61,16 @@ from blobviewer.reader.selector_help import (
 from blobviewer.templatetags.terminal import strip_terminal_codes
 from core.content import Structured
 from core.json_values import json_type, shape
-from core.selectors import Grep, Keys, KeysView, Lines, Selector, Slice, ValueView
+from core.selectors import (
+    Grep,
+    Keys,
+    KeysView,
+    Lines,
+    Selector,
+    Slice,
+    ValueView,
+    mapped_description,
+)
 from core.store import BlobStore, BlobStoreError
 
 RAW_PARAM = "as"  # `?as=raw`: JSON as indented rows instead of a tree
@@ -335,6 +344,10 @@ def _tree(
         base = without_trailing(selector, Keys)
         links = range_links(base, Keys, start=view.start, stop=stop, total=view.total)
         reader.position = f"keys {view.start}..{stop} of {view.total:,}"
+    elif isinstance(view, ValueView) and view.missing is not None:  # key: over an array
+        tree = tree_of_value(view.value, selector=selector, url=urls.of, start=view.start)
+        links = _first_page_links(tree, selector) if view.start is None else NO_LINKS
+        reader.position = mapped_description(view)
     elif isinstance(view, ValueView) and view.start is not None:
         tree = tree_of_value(view.value, selector=selector, url=urls.of, start=view.start)
         stop = view.start + tree.shown

@@ -53,6 +53,7 @@ from core.selectors import (
     apply_step,
     apply_steps,
     escape_surrogates,
+    mapped_description,
 )
 from core.store import BlobCorrupt, BlobStore, BlobStoreError, StoreUnavailable
 from core.store.index import TextIndex, open_index
@@ -276,8 +277,9 @@ def _with_context(
                 elif (line := around.get(number)) is not None and budget > 0:
                     budget -= len(line.text) + _ROW_OVERHEAD
                     cut = 0 if line.size < 0 else max(0, line.size - utf8_size(line.text))
+                    text = _SURROGATES.sub("\ufffd", line.text)  # as _fit shows them
                     target = _line_target(base, number)
-                    rows.append(Row(number, line.text, cut, target=target, role="context"))
+                    rows.append(Row(number, text, cut, target=target, role="context"))
     return replace(page, rows=rows)
 
 
@@ -325,7 +327,9 @@ def _json_page(view: ValueView, selector: Selector, *, start: int) -> ReaderPage
     first = min(max(start, 1), total)
     rows = list(_fit(_sized(_json_lines(text, first))))
     caption, links = "", NO_LINKS
-    if view.start is not None:  # a slice: windows of as many entries
+    if view.missing is not None:  # key: over an array: each entry's value
+        caption = f"{mapped_description(view)} · "
+    elif view.start is not None:  # a slice: windows of as many entries
         stop = view.start + len(view.value)
         caption = f"entries {view.start}..{stop} of {view.total or 0:,} · "
         base = without_trailing(selector, Slice)

@@ -8,8 +8,8 @@ A tree is a flat list of nodes (open a container, a leaf, close it, "… N more"
 template renders in one loop with Django's escaping; nothing here builds HTML. Every key
 or index whose value a selector can reach links to that selector, built on the current
 one (`key:items` → `key:items | slice:3..4`). Selectors reach a value through keys and at
-most one index at the end (`slice:` gives an array, which `key:` cannot step into), so
-nodes below an array entry have no link.
+most one index (`slice:` gives an array, and `key:` over an array takes that key of each
+entry: `key:items | slice:3..4 | key:name`), so an index below an entry has no link.
 
 The tree is bounded: TREE_BUDGET bytes of HTML, NESTED_CHILDREN children of a nested
 container (then "… N more", linked to the `slice:` or `keys:` that reads on), no deeper
@@ -88,18 +88,21 @@ class Tree:
         return self.shown >= self.total
 
 
-# Where a value can be reached from: a selector, or None. `final` marks a value reached
-# through an index (`slice:i..i+1`), whose own children no selector can reach.
+# Where a value can be reached from: a selector, or None. `in_slice` marks a value reached
+# through an index (`slice:i..i+1`): `key:` goes on into it (over the one entry, giving
+# an array of one value), another index cannot (a slice of that array is not the inner one).
 @dataclass(frozen=True, slots=True)
 class _Reach:
     selector: Selector
-    final: bool = False
+    in_slice: bool = False
 
     def key(self, name: str) -> _Reach | None:
-        return None if self.final else _Reach(self.selector.then(Key(name)))
+        return _Reach(self.selector.then(Key(name)), self.in_slice)
 
     def index(self, i: int) -> _Reach | None:
-        return None if self.final else _Reach(self.selector.then(Slice(i, i + 1)), final=True)
+        if self.in_slice:
+            return None
+        return _Reach(self.selector.then(Slice(i, i + 1)), in_slice=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,7 +280,7 @@ class _Builder:
         noun = ("entry", "entries") if is_list else ("key", "keys")
         text = f"{left:,} more {noun[0] if left == 1 else noun[1]}"
         href = ""
-        if reach is not None and not reach.final:
+        if reach is not None and not reach.in_slice:
             step = Slice if is_list else Keys
             window = max(1, min(NESTED_CHILDREN, total - shown))
             href = self.url(str(reach.selector.then(step(shown, shown + window))))

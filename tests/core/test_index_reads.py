@@ -180,3 +180,22 @@ def test_the_overview_reads_only_its_beginning(blobs: Blobs, reads: Reads, which
         assert reads.total <= 8000 + len(result.split("\n")) * NAME_GAP + 8192
     else:
         assert reads.total <= 8000 + BLOCK + 8192
+
+
+def test_key_over_a_slice_deep_inside_reads_only_those_entries(blobs: Blobs, reads: Reads) -> None:
+    result = inspect_blob(blobs.store, str(blobs.array), "slice:390000..390010 | key:name")
+    assert result.split("\n") == [
+        f"[blob:{blobs.array}] slice:390000..390010 | key:name: 10 values, 0 missing",
+        *(f'"entry {n:08d}"' for n in range(390000, 390010)),
+    ]
+    entries = sum(
+        len(f'{{"id":{n},"name":"entry {n:08d}","tags":["a","b"]}}') for n in range(390000, 390010)
+    )
+    assert reads.of(blobs.store.path_of(blobs.array)) == entries  # each entry, once
+    assert reads.of(index_file(blobs, blobs.array)) <= 80 + 32 + 4 * 65
+
+
+def test_a_chain_of_keys_over_a_slice_one_level_down(blobs: Blobs, reads: Reads) -> None:
+    result = inspect_blob(blobs.store, str(blobs.obj), "key:items | slice:399995.. | key:id")
+    assert result.split("\n")[1:] == [str(n) for n in range(399995, 400000)]
+    assert reads.of(blobs.store.path_of(blobs.obj)) <= 5 * len('{"id":399999}') + len('"items"')

@@ -104,6 +104,7 @@ def test_an_array_shows_its_schema_and_first_entries() -> None:
         f"{REF} json_array | 3 entries | {len(json.dumps(items, separators=(',', ':')))} bytes\n"
         "── schema ──\n"
         "id: number, ok: boolean\n"
+        "(key:id gives that key of every entry)\n"
         "── head ──\n"
         '{"id":0,"ok":true}\n'
         '{"id":1,"ok":false}\n'
@@ -581,5 +582,7 @@ def test_a_malformed_selector_also_says_which_selectors_fit_the_blob(store: FsBl
     blob_id = store.store_sync(Structured([{"a": 1}] * 5))
     message = inspect_error(store, str(blob_id), "lines:ten-20")
     assert message.startswith("lines: expects A-B, A or A-")
-    assert message.endswith("(this blob is json_array — try slice:0..10)")
+    assert message.endswith(
+        "(this blob is json_array — try slice:0..10, or key:a for that key of every entry)"
+    )
     assert "\n" not in message

@@ -351,8 +351,18 @@ def test_grep_in_a_string_value() -> None:
 @pytest.mark.parametrize(
     ("selector", "content", "message"),
     [
-        ("lines:1-10", ARRAY, "lines: applies to text; this blob is json_array — try slice:0..10"),
-        ("grep:x", ARRAY, "grep: applies to text; this blob is json_array — try slice:0..10"),
+        (
+            "lines:1-10",
+            ARRAY,
+            "lines: applies to text; this blob is json_array — "
+            "try slice:0..10, or key:id for that key of every entry",
+        ),
+        (
+            "grep:x",
+            ARRAY,
+            "grep: applies to text; this blob is json_array — "
+            "try slice:0..10, or key:id for that key of every entry",
+        ),
         (
             "lines:1",
             OBJECT,
@@ -369,9 +379,9 @@ def test_grep_in_a_string_value() -> None:
             "key: applies to a JSON object; this blob is text — try lines:1-40 or grep:<regex>",
         ),
         (
-            "key:a",
-            ARRAY,
-            "key: applies to a JSON object; this blob is json_array — try slice:0..10",
+            "keys:0..3",
+            Structured([1, 2, 3]),
+            "keys: applies to a JSON object; this blob is json_array — try slice:0..10",
         ),
         (
             "slice:0..1",
@@ -522,3 +532,41 @@ def test_an_error_about_a_key_with_a_lone_surrogate_can_be_encoded() -> None:
     assert message == 'key:"\\udc00": no such key; the keys are: \\ud800'
     message = error_of("lines:1", Structured({"\ud800": 1}))
     assert message.endswith('try key:"\\ud800"')
+
+
+# -- key: over an array's entries -------------------------------------------------------------
+
+PEOPLE = Structured(
+    [
+        {"name": "ada", "user": {"login": "ada1"}},
+        {"name": None, "user": None},  # null is a value: present
+        {"id": 3},  # no name
+        "not an object",
+        {"name": "eve", "user": {"id": 5}},
+    ]
+)
+
+
+def test_key_over_an_array_gives_each_entrys_value_and_counts_the_missing() -> None:
+    view = evaluate("key:name", PEOPLE)
+    assert view == ValueView(["ada", None, None, None, "eve"], missing=2)
+
+
+def test_key_over_a_slice_keeps_the_slices_place_in_the_array() -> None:
+    view = evaluate("slice:1..4 | key:name", PEOPLE)
+    assert view == ValueView([None, None, None], start=1, total=5, missing=2)
+    assert evaluate("slice:1..4 | key:name | slice:2..3", PEOPLE).value == [None]
+
+
+def test_keys_chain_over_the_values_of_the_last() -> None:
+    assert evaluate("key:user | key:login", PEOPLE) == ValueView(
+        ["ada1", None, None, None, None], missing=4
+    )
+    assert evaluate("key:results | key:x", OBJECT) == ValueView([None] * 5, missing=5)
+
+
+def test_steps_that_do_not_fit_the_values_say_so() -> None:
+    assert error_of("key:name | lines:1", PEOPLE) == (
+        "lines: applies to text; key:name gives json_array — try slice:0..10"
+    )
+    assert error_of("key:user | keys:0..1", PEOPLE).startswith("keys: applies to a JSON object")

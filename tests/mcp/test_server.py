@@ -125,7 +125,7 @@ def test_it_returns_exactly_what_the_inspect_tool_returns(
         (MISSING, "lines:1-"),
         ("text", "slice:0..3"),  # the wrong kind of step: it names what fits
         ("text", "lines:x"),
-        ("array", "key:name"),
+        ("array", "keys:0..3"),  # keys: fits objects only
         ("text", "grep:(unclosed"),
     ],
 )

@@ -4,7 +4,8 @@ a few index records, so that only what is then shown is read from the blob.
 :func:`select` takes the steps in turn as core.selectors.apply_steps does, but over
 stand-ins that name a part of the blob without holding it: a range of lines of a text
 (:class:`TextLines`), a value's span (:class:`Whole`), a range of an array's entries
-(:class:`Entries`) or of an object's key lines (:class:`KeyRange`). A step the index
+(:class:`Entries`) or of an object's key lines (:class:`KeyRange`); `key:` over such an
+array reads its entries one at a time and keeps only that key's values. A step the index
 cannot take (a part without a table of its own, e.g. a string reached by `key:`) reads
 that part, parses it and goes on with core.selectors on the value; `grep:` over a text
 reads the lines it searches from where the index says the first one starts. Every error
@@ -14,8 +15,10 @@ messages are those of core.selectors.evaluate on the whole value byte for byte.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from core.grep import Page, blob_blocks
 from core.selectors import (
@@ -34,6 +37,7 @@ from core.selectors import (
     View,
     apply_step,
     grep_blocks,
+    mapped,
     missing_key,
 )
 from core.store.base import BlobStore
@@ -125,6 +129,9 @@ def _take_step(
             start, stop = step.bounds(state.total)
             start, stop = max(start, state.start), min(stop, state.stop)
             return Entries(state.node, start, max(stop, start), state.total)
+        if isinstance(step, Key):  # that key of each entry: read one entry at a time
+            entries = _entries(index, state.node, state.start, state.stop)
+            return mapped(step, entries, start=state.start, total=state.total)
         _refuse(step, ValueView([], start=state.start, total=state.total), reached)
     if isinstance(state, KeyRange):
         if isinstance(step, Keys):
@@ -145,6 +152,8 @@ def _take_step(
         if node.kind == "object" and isinstance(step, Keys):
             start, stop = step.bounds(node.count)
             return KeyRange(node, start, max(stop, start), node.count)
+        if node.kind == "array" and isinstance(step, Key):
+            return mapped(step, _entries(index, node, 0, node.count))
         if node.kind == "object" and isinstance(step, Key):
             found = index.find(table, step.name)
             if found is None:
@@ -153,6 +162,13 @@ def _take_step(
             return Whole(found)
         _refuse(step, stand_in(index, node), reached)
     return apply_step(step, state, reached=reached, grep_page=grep_page)
+
+
+def _entries(index: TextIndex | JsonIndex, node: Node, start: int, stop: int) -> Iterator[Any]:
+    """Entries *start*..*stop*-1 of the indexed array *node*, read and parsed one at a time."""
+    assert isinstance(index, JsonIndex) and node.table is not None
+    for begin, end in index.spans(node.table, start, stop):
+        yield index.value(Node("", 0, begin, end))
 
 
 def _grep_lines(index: TextIndex, lines: TextLines, step: Grep, page: Page) -> GrepView:
@@ -167,10 +183,27 @@ def stand_in(index: JsonIndex, node: Node) -> ValueView:
     is and which selectors fit it (an object's names its first key)."""
     if node.table is None:
         return ValueView(index.value(node))
-    if node.kind == "array":
-        return ValueView([])
+    if node.kind == "array":  # its first entry, as far as the suggestions look at it
+        return ValueView([_first_entry_stand_in(index, node)] if node.count else [])
     first = next(index.key_names(node.table, 0, min(1, node.count)), None)
     return ValueView({} if first is None else {first[0]: None})
+
+
+def _first_entry_stand_in(index: JsonIndex, node: Node) -> Any:
+    """The first entry of the indexed array *node*, as far as core's suggestions read it
+    (an object's first key): `{name: None}` for an object, None for anything else. Its
+    compact text's first bytes tell, unless the key is longer than they are."""
+    assert node.table is not None
+    begin, end = next(index.spans(node.table, 0, 1))
+    head = index.compact(begin, end, 1024)
+    if not head.text.startswith('{"'):
+        return None
+    try:
+        name, _ = json.JSONDecoder().raw_decode(head.text, 1)
+    except ValueError:  # a longer key than the bytes read: read the entry
+        entry = index.value(Node("", 0, begin, end))
+        return {next(iter(entry)): None}
+    return {name: None}
 
 
 def _refuse(step: Step, view: View, reached: str) -> NoReturn:

@@ -75,8 +75,26 @@ def test_each_key_and_index_links_to_its_selector(logged_in_client, json_blob):
     assert found["meta"] == "key:meta"
     assert found["page"] == "key:meta | key:page"
     assert found["n"] == "key:meta | key:page | key:n"
-    # No selector steps into an array entry (slice: gives an array): no link there.
-    assert "id" not in found and "tags" not in found
+    # Keys inside an entry: key: over the one-entry array that slice: gives.
+    assert found["id"] == "key:items | slice:0..1 | key:id"
+    assert found["tags"] == "key:items | slice:0..1 | key:tags"
+    # An index inside an entry: a slice of the one-entry array is not the inner array's.
+    assert "0" not in {label for label, href in found.items() if href.endswith("key:tags")}
+
+
+def test_a_key_inside_an_entry_links_to_a_selector_that_shows_it(logged_in_client, json_blob):
+    blob_id = json_blob([{"user": {"login": "ada"}}, {"user": None}, 7])
+
+    found = links(tree_html(logged_in_client, blob_id))
+    assert found["login"] == "slice:0..1 | key:user | key:login"
+
+    def page(selector: str) -> str:
+        url = reverse("blob_detail", args=[blob_id])
+        return logged_in_client.get(url, {"selector": selector}).content.decode()
+
+    assert "1 value, 0 missing" in page(found["login"])
+    assert "&quot;ada&quot;" in tree_html(logged_in_client, blob_id, found["login"])
+    assert "3 values, 2 missing" in page("key:user | key:login")
 
 
 def test_links_build_on_the_current_selector(logged_in_client, json_blob):

@@ -358,7 +358,17 @@ def test_a_json_escaped_lone_surrogate_names_a_key_that_holds_one(logged_in_clie
     assert "a lone surrogate&#x27;s value" in response.content.decode()
 
 
-@pytest.mark.parametrize("kind", ["text", "array"])
+def test_a_json_escaped_lone_surrogate_over_an_array_takes_that_key_of_every_entry(
+    logged_in_client, blobs
+):
+    response = logged_in_client.get(
+        reverse("blob_detail", args=[blobs.ids["array"]]), {"selector": SURROGATE_KEY}
+    )
+    assert response.status_code == 200
+    assert "5 values, 5 missing" in response.content.decode()
+
+
+@pytest.mark.parametrize("kind", ["text"])
 def test_a_json_escaped_lone_surrogate_on_another_blob_is_a_400_with_its_error(
     logged_in_client, client, blobs, share_links, kind
 ):
