@@ -401,7 +401,7 @@ def _help(blob: Blob, facts: _Facts) -> SelectorHelp | None:
     if blob.kind == "text":
         return text_help(count)
     if blob.kind == "json_array":
-        return array_help(count)
+        return array_help(count, facts.first_entry_key())
     if blob.kind == "json_object":
         return object_help(facts.keys(), count)
     if blob.kind == "json_string":
@@ -428,6 +428,16 @@ class _Facts:
             with contextlib.suppress(BlobStoreError), renderings().open_sync(self.blob.id) as it:
                 self._head = rendered_head(it, limit=max(TOP_CHILDREN, COMPLETIONS))
         return self._head
+
+    def first_entry_key(self) -> str | None:
+        """An array blob's first entry's first key, when that entry is an object: from the
+        value the page holds, or the start of the blob's rendering (never a load)."""
+        value = self.whole
+        if value is None:
+            head = self.head()
+            value = [v for _, v in head.entries[:1]] if head and head.container == "array" else None
+        first = value[0] if isinstance(value, list) and value else None
+        return next(iter(first), None) if isinstance(first, dict) else None
 
     def keys(self) -> list[tuple[str, str]]:
         """The first COMPLETIONS keys of an object blob and their values' shapes: from the

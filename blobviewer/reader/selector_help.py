@@ -54,8 +54,9 @@ def text_help(lines: int) -> SelectorHelp:
     return SelectorHelp(examples, [])
 
 
-def array_help(entries: int) -> SelectorHelp:
-    """Help for an array of *entries* entries."""
+def array_help(entries: int, first_key: str | None = None) -> SelectorHelp:
+    """Help for an array of *entries* entries; *first_key*: its first entry's first key,
+    when that entry is an object (then `key:` over the entries is an example too)."""
     shown = min(_ENTRIES, entries)
     examples = [Example(str(Slice(0, shown or _ENTRIES)), f"the first {shown or _ENTRIES} entries")]
     if entries > _ENTRIES:
@@ -63,6 +64,8 @@ def array_help(entries: int) -> SelectorHelp:
     if entries > 1:
         middle = entries // 2
         examples.append(Example(str(Slice(middle, middle + 1)), f"entry {middle:,} alone"))
+    if first_key is not None:
+        examples.append(Example(str(Key(first_key)), "that key of every entry"))
     return SelectorHelp(examples, [])
 
 

@@ -66,6 +66,23 @@ def test_an_array_gets_slices_built_from_its_length(logged_in_client, json_blob)
     assert offered == ["slice:0..10", "slice:110..120", "slice:60..61"]
 
 
+def test_an_array_of_objects_also_gets_the_key_of_every_entry(
+    logged_in_client, json_blob, monkeypatch
+):
+    small = json_blob([{"login": f"u{n}", "id": n} for n in range(30)])
+    assert examples(page(logged_in_client, small))[-1] == "key:login"
+    assert examples(page(logged_in_client, json_blob([1, {"a": 1}])))[-1] == "slice:1..2"
+
+    # A big one's first entry is read from its rendering, never the blob whole.
+    monkeypatch.setattr(catalog, "RENDER_JSON_FROM_BYTES", 1_000)
+    monkeypatch.setattr("blobviewer.reader.blob_page.SMALL_JSON", 1_000)
+    big = json_blob([{"id": n, "name": "x" * 100} for n in range(300)])
+    refresh_blob(big, store=blob_store())
+    assert examples(page(logged_in_client, big, "slice:5..9"))[-1] == "key:id"
+    monkeypatch.setattr(FsBlobStore, "load_sync", None)  # a load would fail
+    assert examples(page(logged_in_client, big))[-1] == "key:id"
+
+
 def test_an_object_gets_its_own_keys(logged_in_client, json_blob):
     blob_id = json_blob(
         {"status": "ok", "items": [1, 2, 3], "log": "x\n" * 50, "meta": {"a": 1}, "more": [1]}
