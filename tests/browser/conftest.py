@@ -65,13 +65,17 @@ def browser() -> Iterator[Any]:
 
 
 class PageProblems:
-    """Dialogs opened and Content-Security-Policy violations seen on a page."""
+    """Dialogs opened, Content-Security-Policy violations, and every console error or
+    uncaught exception seen on a page (with the address it was seen at)."""
 
     def __init__(self, page: Any) -> None:
+        self.page = page
         self.dialogs: list[str] = []
         self.csp_violations: list[str] = []
+        self.console_errors: list[str] = []
         page.on("dialog", self._on_dialog)
         page.on("console", self._on_console)
+        page.on("pageerror", self._on_page_error)
 
     def _on_dialog(self, dialog: Any) -> None:
         self.dialogs.append(dialog.message)
@@ -80,6 +84,11 @@ class PageProblems:
     def _on_console(self, message: Any) -> None:
         if "Content Security Policy" in message.text:
             self.csp_violations.append(message.text)
+        if message.type == "error":
+            self.console_errors.append(f"{self.page.url}: {message.text}")
+
+    def _on_page_error(self, error: Any) -> None:
+        self.console_errors.append(f"{self.page.url}: uncaught {error}")
 
 
 @pytest.fixture
