@@ -197,7 +197,7 @@ def test_the_headers_link_to_the_other_direction_and_keep_the_filters(logged_in_
 
     headers = re.findall(r"<th [^>]*>.*?</th>", html, re.S)
     size = next(h for h in headers if "Size" in h)
-    created = next(h for h in headers if "Created" in h)
+    created = next(h for h in headers if "Stored" in h)
     assert 'aria-sort="descending"' in size and 'href="?sort=size&amp;tool=Read"' in size
     assert "aria-sort" not in created and 'href="?sort=-created&amp;tool=Read"' in created
     # The list's sort goes with the next filter change.

@@ -357,12 +357,12 @@ def test_a_blob_promoted_at_import_shows_when_its_output_was_recorded(logged_in_
     assert created.year > 2024 and "<dt>Created</dt>" not in facts
 
 
-def test_a_blob_without_a_recorded_time_shows_when_it_was_created(logged_in_client, data_dir):
+def test_a_blob_without_a_recorded_time_shows_when_it_was_stored(logged_in_client, data_dir):
     _, blob_id = read_then_inspect(data_dir)  # records without times
 
     facts = re.search(r'<dl class="facts">.*?</dl>', page(logged_in_client, blob_id), re.S).group(0)
 
-    assert "<dt>Recorded</dt>" not in facts and "<dt>Created</dt>" in facts
+    assert "<dt>Recorded</dt>" not in facts and "<dt>Stored</dt>" in facts
 
 
 # --- the page asks the database, never scans -------------------------------------------------
