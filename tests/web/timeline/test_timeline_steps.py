@@ -375,6 +375,17 @@ def test_the_outline_links_to_steps_on_other_pages(logged_in_client, data_dir):
     assert unescape(marks[-1]) == f"{session.get_absolute_url()}?page={last}#step-301"
 
 
+def test_the_pager_names_the_steps_a_page_holds(logged_in_client, data_dir):
+    session = steps_session(30, output="x" * 10)
+
+    first = page(logged_in_client, session)
+    second = logged_in_client.get(session.get_absolute_url(), {"page": 2}).content.decode()
+
+    # Items are numbered from #1 (the task); a page names its steps' numbers as such.
+    assert re.search(r"<span>page 1 of \d+ · steps #3–#\d+</span>", first)
+    assert re.search(r"<span>page 2 of \d+ · steps? #\d+", second)
+
+
 def test_a_long_sessions_outline_marks_runs_of_steps(logged_in_client, data_dir):
     steps = 2 * OUTLINE_MARKS + 10
     session = steps_session(steps, every_error=500)
