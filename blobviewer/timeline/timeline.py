@@ -96,9 +96,11 @@ class Timeline:
         self.url = reverse("session_detail", args=[session.id])
         self._page_urls: dict[tuple[int, bool], str] = {}
         self.query = filter_query(step_filter)
-        biggest = (query or {}).get("outline") == "biggest"
-        if biggest:
-            self.query["outline"] = "biggest"
+        # How the outline is ordered goes with every link, filtered or not: a jump to a
+        # step (from the outline, the chart, a hidden step) keeps "biggest outputs first".
+        self.unfiltered_query = QueryDict(mutable=True)
+        if (query or {}).get("outline") == "biggest":
+            self.query["outline"] = self.unfiltered_query["outline"] = "biggest"
         parsed = (
             ParsedSession(skeleton, self.url) if skeleton else parsed_session(session, self.url)
         )
@@ -119,7 +121,7 @@ class Timeline:
         key = (number, filtered)
         url = self._page_urls.get(key)
         if url is None:
-            query = self.query.copy() if filtered else QueryDict(mutable=True)
+            query = (self.query if filtered else self.unfiltered_query).copy()
             if number > 1:
                 query["page"] = str(number)
             encoded = query.urlencode()

@@ -128,7 +128,7 @@ def test_its_filter_form_swaps_the_list_and_pushes_the_url(logged_in_client):
     html = logged_in_client.get(reverse("session_list")).content.decode()
 
     assert (
-        'hx-get="/" hx-target="#list" hx-sync="#list:replace" hx-swap="outerHTML" '
+        'hx-get="/" hx-target="#list" hx-sync="#list:queue last" hx-swap="outerHTML" '
         'hx-push-url="true"'
     ) in html
 

@@ -403,6 +403,19 @@ def test_a_long_sessions_outline_marks_runs_of_steps(logged_in_client, data_dir)
     assert len(html.encode()) < PAGE_LIMIT
 
 
+def test_biggest_outputs_first_stays_on_after_a_jump_to_a_step(data_dir, db):
+    session = steps_session(60, output="x" * 700)
+    query = {"outline": "biggest", "tool": "Read"}
+    timeline = Timeline(session, StepFilter.from_query(query), query=query)
+
+    # Under the filter, and on the unfiltered timeline (the chart's marks, a hidden step).
+    assert "outline=biggest" in timeline.page_url(3)
+    assert "outline=biggest" in timeline.page_url(3, filtered=False)
+    assert "tool=" not in timeline.page_url(3, filtered=False)
+    plain = Timeline(session, StepFilter(), query={})
+    assert "outline" not in plain.page_url(3, filtered=False)
+
+
 def test_biggest_outputs_first_is_one_click(logged_in_client, data_dir):
     session = record(
         [
