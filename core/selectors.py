@@ -491,17 +491,14 @@ def apply_step(
 def mapped(
     step: Key, entries: Iterable[Any], *, start: int | None = None, total: int | None = None
 ) -> ValueView:
-    """`key:` over an array's *entries* (all of it, or a slice from *start* of an array of
-    *total*): each entry's value of the key, `null` for an entry that is not an object or
-    lacks the key (one whose key holds `null` has it)."""
+    """`key:` over an array's *entries* (a slice from *start* of an array of *total*): each
+    entry's value of the key, `null` for one that is not an object or lacks the key."""
     values: list[Any] = []
     missing = 0
     for entry in entries:
-        if isinstance(entry, dict) and step.name in entry:
-            values.append(entry[step.name])
-        else:
-            values.append(None)
-            missing += 1
+        present = isinstance(entry, dict) and step.name in entry  # holding null is present
+        values.append(entry[step.name] if present else None)
+        missing += not present
     return ValueView(values, start, total, missing)
 
 
