@@ -18,6 +18,7 @@ urlpatterns = [
     path("sessions/<uuid:session_id>/", timeline.session_detail, name="session_detail"),
     path("sessions/<uuid:session_id>/items/<int:seq>/", timeline.item_detail, name="item_detail"),
     path("sessions/<uuid:session_id>/find", search.session_find, name="session_find"),
+    path("sessions/<uuid:session_id>/live", timeline.session_live, name="session_live"),
     # /blobs/ — stored outputs, read with the model's selectors
     path("blobs/", catalog.blob_list, name="blob_list"),
     path("blobs/<uuid:blob_id>/", reader.blob_detail, name="blob_detail"),

@@ -33,11 +33,13 @@ def step_url(session: Session, seq: int) -> str:
 
 def page_context(session: Session, query: Mapping[str, str]) -> dict[str, Any]:
     """Everything the session page shows for *query* (`page`, `errors`, `blobs`, `tool`,
-    `outline=biggest`); a page number out of range shows the nearest page."""
+    `outline=biggest`); a page number out of range shows the nearest page, `page=last`
+    the last one."""
     timeline = Timeline(session, StepFilter.from_query(query), query=query)
     count = timeline.layout.page_count
     try:
-        number = min(max(int(query.get("page") or 1), 1), count)
+        asked = count if query.get("page") == "last" else int(query.get("page") or 1)
+        number = min(max(asked, 1), count)
     except ValueError:
         number = 1
     units = timeline.page(number)

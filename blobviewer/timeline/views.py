@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import uuid
+from datetime import timedelta
 
 from django.core.paginator import Page, Paginator
 from django.db.models import Count, QuerySet, Sum, Window
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.utils import timezone
 from django.views.decorators.http import require_safe
 
 from blobviewer.forms import SessionFilterForm
@@ -18,6 +20,8 @@ from blobviewer.timeline.pages import item_blob_refs, item_page_context, page_co
 from blobviewer.timeline.sort import headers as sort_headers
 
 SESSIONS_PER_PAGE = 50
+# A session that grew this recently is marked live in the list (which then refreshes).
+LIVE_WINDOW = timedelta(minutes=1)
 # No list has more pages; a larger number asked for is its last page (the number must stay
 # an offset both databases take).
 MAX_PAGE = 1_000_000
@@ -80,6 +84,7 @@ def session_list(request: HttpRequest) -> HttpResponse:
         "hits": list_hits(form.query, page.object_list),
         "sort": form.sort,
         "sort_headers": sort_headers(form.sort),
+        "live_since": timezone.now() - LIVE_WINDOW,
     }
     return render_page(request, "session_list.html", context, fragment="session_list.html#list")
 
@@ -96,6 +101,27 @@ def session_detail(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
         # The address bar shows `?errors=1`, not the form's `?errors=1&tool=`.
         response["HX-Push-Url"] = context["canonical_url"]
     return response
+
+
+@require_safe
+def session_live(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
+    """Whether the session grew past the `items` and `steps` its page shows (`?items=N
+    &steps=M`), for the page's live follow (static/js/timeline.js): 204 when it did not,
+    else the bar that says what is new. One query whatever the session's size."""
+    row = Session.objects.filter(id=session_id).values("item_count", "step_count").first()
+    if row is None:
+        raise Http404("No session has this id.")
+    items = positive_int(request.GET.get("items"), default=0)
+    steps = positive_int(request.GET.get("steps"), default=0)
+    if row["item_count"] <= items:
+        return HttpResponse(status=204)
+    context = {
+        "items": row["item_count"],
+        "steps": row["step_count"],
+        "new_items": row["item_count"] - items,
+        "new_steps": max(0, row["step_count"] - steps),
+    }
+    return render(request, "_live_bar.html", context)
 
 
 @require_safe
