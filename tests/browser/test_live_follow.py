@@ -52,7 +52,7 @@ def test_new_steps_appear_without_a_reload(page, live_server, data_dir):
     ingest(4)  # two more steps
 
     bar = page.locator("#live-news .live-bar")
-    expect(bar).to_contain_text("2 new steps", timeout=5_000)
+    expect(bar).to_contain_text("2 new steps · show them", timeout=5_000)
     expect(page.locator("section.step")).to_have_count(2)  # nothing moved yet
     bar.locator("a.show-new").click()
     expect(page.locator("section.step")).to_have_count(4)
