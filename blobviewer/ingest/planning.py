@@ -39,6 +39,7 @@ class RecordedRow:
     seq: int
     digest: str
     type: str
+    is_error: bool
     input_tokens: int | None
     output_tokens: int | None
     context_tokens: int | None
@@ -58,6 +59,9 @@ class IngestPlan:
     # Items already recorded whose tokens the recording now says more about (Claude Code
     # adds an API message's final usage with its last line): pk -> token fields.
     grown_tokens: dict[int, dict[str, int | None]] = field(default_factory=dict)
+    # Items already recorded that the recording now says failed (a Codex command whose exit
+    # a later poll reported): their pks.
+    failed_since: list[int] = field(default_factory=list)
     kept_created_at: datetime | None = None  # when the header has no time
     rebuild: bool = False
     first: bool = False  # the session has no items yet: every item is new
@@ -218,7 +222,7 @@ def _recorded_rows(session_id: uuid.UUID) -> list[RecordedRow]:
         RecordedRow(*row)
         for row in Item.objects.filter(session_id=session_id)
         .order_by("seq")
-        .values_list("pk", "seq", "digest", "type", *TOKEN_FIELDS)
+        .values_list("pk", "seq", "digest", "type", "is_error", *TOKEN_FIELDS)
     ]
 
 
@@ -266,6 +270,11 @@ def _grown_plan(
     return IngestPlan(
         new=_numbered(new, after=max(row.seq for row in rows)),
         grown_tokens=_grown_tokens(records[:known], by_digest, "digest"),
+        failed_since=[
+            row.pk
+            for record in records[:known]
+            if record.get("is_error") is True and not (row := by_digest[record["digest"]]).is_error
+        ],
     )
 
 

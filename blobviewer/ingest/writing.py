@@ -179,6 +179,8 @@ def _link_blobs(session: Session, write: SessionWrite) -> list[tuple[int | None,
         blobs.rows[blob_id].made_by_title = title
     blobs.save()
     _refresh_tokens(write.plan.grown_tokens)
+    if write.plan.failed_since:
+        Item.objects.filter(pk__in=write.plan.failed_since).update(is_error=True)
     refs = [(item.id, blob_id) for item, blob_ids in write.item_refs for blob_id in blob_ids]
     insert_rows(
         BlobRef,

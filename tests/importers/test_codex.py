@@ -167,10 +167,38 @@ def test_a_command_still_running_keeps_its_notice_never_the_aggregated_output(
     ]
     assert running  # most commands outlived their call in this run
     outputs = {r["output"] for r in by_call.values()}
+    failed_by_a_poll = commands_failed_by_their_polls(ROLLOUT)
+    assert failed_by_a_poll  # some of them failed, as a later poll said
     for end in running:
-        assert by_call[end["call_id"]]["is_error"] is False  # its exit is a poll's news
+        # Its exit is a poll's news: the command's step fails when that poll says it did.
+        assert by_call[end["call_id"]]["is_error"] is (end["call_id"] in failed_by_a_poll)
         if end["aggregated_output"]:
             assert end["aggregated_output"] not in outputs
+
+
+def commands_failed_by_their_polls(path: Path) -> set[str]:
+    """The call ids of commands that returned while running and whose exit, reported by
+    a later `write_stdin` poll of their session, was not 0 (read from the raw file)."""
+    started: dict[str, str] = {}  # session id -> the call that started it
+    failed = set()
+    exit_code = re.compile(r"^Process exited with code (-?\d+)$", re.MULTILINE)
+    outputs = payloads(path, "response_item", "function_call", "function_call_output")
+    calls = {p["call_id"]: p for p in outputs if p["type"] == "function_call"}
+    for payload in outputs:
+        if payload["type"] != "function_call_output":
+            continue
+        call = calls[payload["call_id"]]
+        text = payload["output"]
+        if call["name"] == "write_stdin":
+            session = str(json.loads(call["arguments"]).get("session_id"))
+            code = exit_code.search(text[:400])
+            if session in started and code is not None:
+                if code.group(1) != "0":
+                    failed.add(started[session])
+                del started[session]
+        elif running := re.search(r"^Process running with session ID (\d+)", text, re.M):
+            started.setdefault(running.group(1), payload["call_id"])
+    return failed
 
 
 def test_write_stdin_polls_stay_steps_of_their_own(fixtures_dir) -> None:
@@ -202,8 +230,10 @@ def test_exit_codes_in_outputs_mark_the_failed_steps(fixtures_dir) -> None:
     # And the poll Codex could not make: `write_stdin failed: stdin is closed …`.
     refused = [r["call_id"] for r in records if r["output"].startswith("write_stdin failed:")]
     assert refused == ["call_T8WFc2EjJV2QZKr07SfDPwmE"]
+    # And the commands whose failed exit a later poll reported.
+    commands = commands_failed_by_their_polls(ROLLOUT)
     errors = [r["call_id"] for r in records if r["is_error"]]
-    assert sorted(errors) == sorted(failed + refused)
+    assert sorted(errors) == sorted(failed + refused + list(commands))
 
 
 def test_apply_patch_shows_its_output_text(fixtures_dir) -> None:
@@ -530,7 +560,9 @@ def test_the_session_holds_the_rollouts_facts(fixtures_dir, data_dir: Path) -> N
     session = Session.objects.get(id=SESSION_ID)
     assert session.source_format == "codex"
     assert session.step_count == 102  # every result paired with its call
-    assert session.error_count == 5  # four exit codes, one refused write_stdin
+    # Four failed exits, reported by polls of commands that then fail too, and one poll
+    # Codex refused.
+    assert session.error_count == 4 + len(commands_failed_by_their_polls(ROLLOUT)) + 1
     assert session.status == "task_complete"
     assert session.model == "gpt-5.5"
     assert session.started_at.isoformat().startswith("2026-05-11T08:26:55")
@@ -616,3 +648,46 @@ def test_a_damaged_rollout_is_refused_in_one_line_and_the_others_go_in(
         call_command("ingest", str(folder), stdout=StringIO(), stderr=err)
     assert f"{bad}:2: not JSON" in err.getvalue()
     assert Session.objects.get().source_format == "codex"
+
+
+def poll(call_id: str, session: int, at: str = "2026-01-02T10:00:03.000Z") -> str:
+    arguments = json.dumps({"session_id": session, "chars": "", "yield_time_ms": 1000})
+    payload = {"type": "function_call", "name": "write_stdin", "arguments": arguments}
+    return line("response_item", {**payload, "call_id": call_id}, at)
+
+
+NPM_TEST = [
+    meta(),
+    user("run the tests"),
+    call("c1", "npm test"),
+    output("c1", "Chunk ID: 1\nProcess running with session ID 7\nOutput:\n> jest\n"),
+    poll("p1", 7),
+    output("p1", "Chunk ID: 2\nProcess running with session ID 7\nOutput:\nPASS a.test.js\n"),
+    poll("p2", 7),
+    output("p2", "Chunk ID: 3\nProcess exited with code 2\nOutput:\nFAIL b.test.js\n"),
+]
+
+
+def test_a_poll_names_its_command_and_its_exit_fails_the_commands_step(tmp_path) -> None:
+    records = results(load_recording(write(tmp_path / "rollout.jsonl", NPM_TEST)).records)
+
+    started, first, last = records
+    assert started["is_error"] is True  # npm test failed, as its last poll reported
+    assert (first["note"], first["is_error"]) == ("poll 1 of `npm test`", False)
+    assert (last["note"], last["is_error"]) == ("poll 2 of `npm test`", True)
+
+
+@pytest.mark.django_db
+def test_a_grown_rollout_fails_a_command_its_new_poll_reports(data_dir, tmp_path) -> None:
+    path = write(tmp_path / "rollout.jsonl", NPM_TEST[:-2])
+    ingest_file(path, store=blob_store())
+    command = Item.objects.get(call_id="c1", type=Item.Type.TOOL_RESULT)
+    assert command.is_error is False and command.session.error_count == 0
+
+    write(path, NPM_TEST)  # the last poll arrives
+    ingest_file(path, store=blob_store())
+
+    command.refresh_from_db()
+    assert command.is_error is True
+    session = Session.objects.get(id=command.session_id)
+    assert session.error_count == 2  # the command and the poll that said so

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeGuard
 
@@ -74,7 +75,7 @@ _REQUEST_HEADING = "## My request for Codex:"
 _EXIT_CODE = re.compile(r"^(?:Process exited with code|Exit code:) (-?\d+)\s*$", re.MULTILINE)
 # How Codex answers a call it could not make (`write_stdin failed: stdin is closed …`).
 _TOOL_FAILED = "write_stdin failed:"
-_STILL_RUNNING = re.compile(r"^Process running with session ID ", re.MULTILINE)
+_STILL_RUNNING = re.compile(r"^Process running with session ID (\d+)", re.MULTILINE)
 # How far into an output its header lines (chunk id, wall time, exit code) can reach.
 _HEADER_CHARS = 400
 _CALLS = {"function_call", "custom_tool_call", "local_shell_call", "web_search_call"}
@@ -129,6 +130,9 @@ class _Rollout:
         # The first item of the model response being recorded: its token_count goes there.
         self.response: dict[str, Any] | None = None
         self.exit_codes, self.patch_results = _ends(entries)
+        self.calls: dict[str, tuple[str, Any]] = {}  # call id -> (name, arguments)
+        # Commands still running, by the session id their polls name (see output).
+        self.running: dict[Any, _Running] = {}
 
     def read(self) -> None:
         for number, entry in self.entries[1:]:
@@ -167,7 +171,9 @@ class _Rollout:
         elif kind == "reasoning":
             self.assistant(_reasoning_text(item), [], at)
         elif kind in _CALLS:
-            self.assistant("", [_call(self.path, number, item)], at)
+            call = _call(self.path, number, item)
+            self.calls[call["id"]] = (call["name"], call["arguments"])
+            self.assistant("", [call], at)
         elif kind in _OUTPUTS:
             self.output(number, item, at)
 
@@ -207,8 +213,26 @@ class _Rollout:
             is_error = (end_code is not None and end_code != 0) or (
                 self.patch_results.get(call_id) is False
             )
-        self.builder.tool_result(call_id, text, is_error=is_error, at=at)
+        name, arguments = self.calls.get(call_id, ("", None))
+        note = self.poll(arguments, exit_code) if name == "write_stdin" else None
+        self.builder.tool_result(call_id, text, is_error=is_error, at=at, note=note)
+        if name != "write_stdin" and (running := _STILL_RUNNING.search(text[:_HEADER_CHARS])):
+            command = _command(arguments) or name
+            self.running[running.group(1)] = _Running(command, self.builder.records[-1])
         self.response = None
+
+    def poll(self, arguments: Any, exit_code: int | None) -> str | None:
+        """The note of a `write_stdin` poll of a command still running (`poll 2 of `npm
+        test``); the exit code it reports, when not 0, marks the command's step failed."""
+        session = str(arguments.get("session_id")) if isinstance(arguments, dict) else None
+        running = self.running.get(session)
+        if running is None:
+            return None
+        running.polls += 1
+        if exit_code is not None:  # the command ended: its status is the command's
+            running.result["is_error"] = running.result["is_error"] or exit_code != 0
+            del self.running[session]
+        return f"poll {running.polls} of `{running.command}`"
 
     # --- events: what the UI was told -----------------------------------------------
 
@@ -424,3 +448,23 @@ def _request_in(prompt: str) -> str:
     when it has one, else the whole prompt."""
     _, heading, request = prompt.partition(_REQUEST_HEADING)
     return request if heading and request.strip() else prompt
+
+
+@dataclass
+class _Running:
+    """A command that returned while it still ran: its polls (`write_stdin` with its
+    session id) read its output, and the one that reports its exit gives its status."""
+
+    command: str
+    result: dict[str, Any]  # the record of the call that started it
+    polls: int = 0
+
+
+def _command(arguments: Any) -> str:
+    """The command an exec_command (or shell) call ran, on one line; "" when none."""
+    if not isinstance(arguments, dict):
+        return ""
+    command = arguments.get("cmd", arguments.get("command"))
+    if isinstance(command, list):
+        command = " ".join(str(part) for part in command)
+    return " ".join(command.split())[:200] if isinstance(command, str) else ""
