@@ -134,4 +134,9 @@
     var reader = document.getElementById(event.detail.target && event.detail.target.id);
     if (reader && reader.matches("section.reader")) focusContent(reader);
   });
+
+  document.addEventListener("click", function (event) {
+    var close = event.target.closest ? event.target.closest("#shortcuts button.close") : null;
+    if (close) document.getElementById("shortcuts").close();
+  });
 })();

@@ -108,6 +108,9 @@ def test_question_mark_lists_the_shortcuts(page, live_server, data_dir):
     expect(dialog).to_contain_text("next failed step")
     page.keyboard.press("Escape")
     expect(dialog).to_be_hidden()
+    page.keyboard.press("?")
+    dialog.get_by_role("button", name="Close").click()
+    expect(dialog).to_be_hidden()
 
     page.keyboard.press("/")
     assert focused(page) == "input#id_q"
