@@ -222,15 +222,20 @@ def storable_walk(value: Any) -> Any:
 def _tool_calls(value: Any) -> list[dict[str, Any]]:
     if not isinstance(value, list):
         return []
-    return [
-        {
-            "id": str_or_empty(call.get("id")),
-            "name": str_or_empty(call.get("name")),
-            "arguments": call.get("arguments", {}),
-        }
-        for call in value
-        if isinstance(call, dict)
-    ]
+    return [_call(call) for call in value if isinstance(call, dict)]
+
+
+def _call(call: Mapping[str, Any]) -> dict[str, Any]:
+    """A call as an item keeps it: id, tool name, arguments, and the `title` an importer
+    may give it where the arguments say little (a Codex poll: `npm test · poll 2`)."""
+    kept = {
+        "id": str_or_empty(call.get("id")),
+        "name": str_or_empty(call.get("name")),
+        "arguments": call.get("arguments", {}),
+    }
+    if title := str_or_empty(call.get("title"))[:200]:
+        kept["title"] = title
+    return kept
 
 
 # --- blob references ------------------------------------------------------------------------

@@ -50,6 +50,7 @@ class ShownStep:
     title: str
     href: str
     item_url: str
+    call_title: str = ""  # what an importer says the call is (a Codex poll: `npm test · poll 2`)
     call_url: str = ""  # the page of the item that made the call (its arguments whole)
     reads: tuple[Step, str] | None = None  # an inspect call: the step whose blob it reads
     read_by: list[tuple[Step, str]] = field(default_factory=list)  # later inspect calls
@@ -287,6 +288,7 @@ class Timeline:
             call=call,
             args=args,
             title=tool,
+            call_title=_call_title(call),
             href=self.href(step, current=current),
             item_url=item_url,
             call_url=assistant.get_absolute_url() if assistant is not None else "",
@@ -329,12 +331,19 @@ def _titles(session: Session, steps: list[Step]) -> dict[str, str]:
     titles: dict[str, str] = {}
     for step in steps:
         arguments: Any = None
+        call: Any = None
         if step.assistant is not None and step.call is not None:
             recorded = calls.get(step.assistant.seq)
             if isinstance(recorded, list) and step.call.index < len(recorded):
                 call = recorded[step.call.index]
                 arguments = call.get("arguments") if isinstance(call, dict) else None
-        titles[step.anchor] = one_line(
+        titles[step.anchor] = _call_title(call)[:TITLE_CHARS] or one_line(
             step.tool or "tool result", arguments, limit=TITLE_CHARS, path_chars=PATH_CHARS
         )
     return titles
+
+
+def _call_title(call: Any) -> str:
+    """The title an importer gave a call (`npm test · poll 2`), else ""."""
+    title = call.get("title") if isinstance(call, dict) else None
+    return title if isinstance(title, str) else ""

@@ -13,13 +13,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
 
 from blobviewer.data_dir import blob_store
 from blobviewer.ingest.errors import IngestError
 from blobviewer.ingest.importers import RecordingError, detect, load_recording
 from blobviewer.ingest.sessions import ingest_file
-from blobviewer.models import Item, Session
+from blobviewer.models import Blob, Item, Session
 from core.content import utf8_size
 from core.store.blob_id import BLOB_REF
 from importers.read_back import assert_big_outputs_read_back
@@ -691,3 +692,24 @@ def test_a_grown_rollout_fails_a_command_its_new_poll_reports(data_dir, tmp_path
     assert command.is_error is True
     session = Session.objects.get(id=command.session_id)
     assert session.error_count == 2  # the command and the poll that said so
+
+
+@pytest.mark.django_db
+def test_a_polls_step_and_blob_are_titled_by_its_command(data_dir, tmp_path, client) -> None:
+    long_tail = "".join(f"FAIL test {n}\n" for n in range(100))  # promoted: a blob
+    lines = [*NPM_TEST[:-1], output("p2", f"Process exited with code 2\nOutput:\n{long_tail}")]
+    ingest_file(write(tmp_path / "rollout.jsonl", lines), store=blob_store())
+
+    polls = [c for i in Item.objects.filter(type="assistant") for c in i.tool_calls]
+    assert [c.get("title") for c in polls if c["name"] == "write_stdin"] == [
+        "npm test · poll 1",
+        "npm test · poll 2",
+    ]
+    assert Blob.objects.get().made_by_title == "npm test · poll 2"
+
+    client.force_login(User.objects.create_user("reader"))
+    session = Item.objects.first().session
+    page = client.get(session.get_absolute_url()).content.decode()
+    assert '<span class="call-title">npm test · poll 2</span>' in page
+    biggest = client.get(session.get_absolute_url(), {"outline": "biggest"}).content.decode()
+    assert "npm test · poll 2</a>" in biggest

@@ -173,6 +173,9 @@ class _Rollout:
         elif kind in _CALLS:
             call = _call(self.path, number, item)
             self.calls[call["id"]] = (call["name"], call["arguments"])
+            if call["name"] == "write_stdin" and (running := self.polled(call["arguments"])):
+                running.polls += 1
+                call["title"] = f"{running.command} · poll {running.polls}"
             self.assistant("", [call], at)
         elif kind in _OUTPUTS:
             self.output(number, item, at)
@@ -221,17 +224,20 @@ class _Rollout:
             self.running[running.group(1)] = _Running(command, self.builder.records[-1])
         self.response = None
 
+    def polled(self, arguments: Any) -> _Running | None:
+        """The running command a `write_stdin` call with *arguments* polls, if known."""
+        session = arguments.get("session_id") if isinstance(arguments, dict) else None
+        return self.running.get(str(session)) if session is not None else None
+
     def poll(self, arguments: Any, exit_code: int | None) -> str | None:
         """The note of a `write_stdin` poll of a command still running (`poll 2 of `npm
         test``); the exit code it reports, when not 0, marks the command's step failed."""
-        session = str(arguments.get("session_id")) if isinstance(arguments, dict) else None
-        running = self.running.get(session)
+        running = self.polled(arguments)
         if running is None:
             return None
-        running.polls += 1
         if exit_code is not None:  # the command ended: its status is the command's
             running.result["is_error"] = running.result["is_error"] or exit_code != 0
-            del self.running[session]
+            del self.running[str(arguments["session_id"])]
         return f"poll {running.polls} of `{running.command}`"
 
     # --- events: what the UI was told -----------------------------------------------
