@@ -227,7 +227,8 @@ def _tool_calls(value: Any) -> list[dict[str, Any]]:
 
 def _call(call: Mapping[str, Any]) -> dict[str, Any]:
     """A call as an item keeps it: id, tool name, arguments, and the `title` an importer
-    may give it where the arguments say little (a Codex poll: `npm test · poll 2`)."""
+    may give it where the arguments say little (a Codex poll: `npm test · poll 2`, with the
+    id of the call it `polls`)."""
     kept = {
         "id": str_or_empty(call.get("id")),
         "name": str_or_empty(call.get("name")),
@@ -235,6 +236,8 @@ def _call(call: Mapping[str, Any]) -> dict[str, Any]:
     }
     if title := str_or_empty(call.get("title"))[:200]:
         kept["title"] = title
+    if polls := str_or_empty(call.get("polls"))[:200]:
+        kept["polls"] = polls  # the call whose command this one reads on (its id)
     return kept
 
 

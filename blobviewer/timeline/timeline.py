@@ -51,6 +51,7 @@ class ShownStep:
     href: str
     item_url: str
     call_title: str = ""  # what an importer says the call is (a Codex poll: `npm test · poll 2`)
+    polls_href: str = ""  # a Codex poll: the step of the command it reads on
     call_url: str = ""  # the page of the item that made the call (its arguments whole)
     reads: tuple[Step, str] | None = None  # an inspect call: the step whose blob it reads
     read_by: list[tuple[Step, str]] = field(default_factory=list)  # later inspect calls
@@ -96,6 +97,7 @@ class Timeline:
         self.filter = step_filter
         self.url = reverse("session_detail", args=[session.id])
         self._page_urls: dict[tuple[int, bool], str] = {}
+        self._by_call_id: dict[str, Step] | None = None  # steps by their call's id, once asked
         self.query = filter_query(step_filter)
         # How the outline is ordered goes with every link, filtered or not: a jump to a
         # step (from the outline, the chart, a hidden step) keeps "biggest outputs first".
@@ -139,6 +141,16 @@ class Timeline:
             return f"{self.page_url(page)}#{step.anchor}"
         page = self.full_layout.page_of_anchor.get(step.anchor, 1)
         return f"{self.page_url(page, filtered=False)}#{step.anchor}"
+
+    def _polled_href(self, call: Any, current: int | None) -> str:
+        """The link to the step of the call that *call* polls (its `polls`), else ""."""
+        polls = call.get("polls") if isinstance(call, dict) else None
+        if not isinstance(polls, str):
+            return ""
+        if self._by_call_id is None:
+            self._by_call_id = {s.call.id: s for s in self.steps if s.call is not None}
+        step = self._by_call_id.get(polls)
+        return self.href(step, current=current) if step is not None else ""
 
     def item_href(self, seq: int) -> str:
         """Where an item is on the unfiltered timeline: its step, or `#item-<seq>`."""
@@ -289,6 +301,7 @@ class Timeline:
             args=args,
             title=tool,
             call_title=_call_title(call),
+            polls_href=self._polled_href(call, current),
             href=self.href(step, current=current),
             item_url=item_url,
             call_url=assistant.get_absolute_url() if assistant is not None else "",

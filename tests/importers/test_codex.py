@@ -710,6 +710,7 @@ def test_a_polls_step_and_blob_are_titled_by_its_command(data_dir, tmp_path, cli
     client.force_login(User.objects.create_user("reader"))
     session = Item.objects.first().session
     page = client.get(session.get_absolute_url()).content.decode()
-    assert '<span class="call-title">npm test · poll 2</span>' in page
+    started = Item.objects.get(call_id="c1", type="tool_result").seq
+    assert f'<a class="call-title" href="#step-{started}">npm test · poll 2</a>' in page
     biggest = client.get(session.get_absolute_url(), {"outline": "biggest"}).content.decode()
     assert "npm test · poll 2</a>" in biggest

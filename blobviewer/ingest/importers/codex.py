@@ -176,6 +176,7 @@ class _Rollout:
             if call["name"] == "write_stdin" and (running := self.polled(call["arguments"])):
                 running.polls += 1
                 call["title"] = f"{running.command} · poll {running.polls}"
+                call["polls"] = running.call_id
             self.assistant("", [call], at)
         elif kind in _OUTPUTS:
             self.output(number, item, at)
@@ -221,7 +222,7 @@ class _Rollout:
         self.builder.tool_result(call_id, text, is_error=is_error, at=at, note=note)
         if name != "write_stdin" and (running := _STILL_RUNNING.search(text[:_HEADER_CHARS])):
             command = _command(arguments) or name
-            self.running[running.group(1)] = _Running(command, self.builder.records[-1])
+            self.running[running.group(1)] = _Running(command, call_id, self.builder.records[-1])
         self.response = None
 
     def polled(self, arguments: Any) -> _Running | None:
@@ -462,7 +463,8 @@ class _Running:
     session id) read its output, and the one that reports its exit gives its status."""
 
     command: str
-    result: dict[str, Any]  # the record of the call that started it
+    call_id: str  # of the call that started it
+    result: dict[str, Any]  # that call's result
     polls: int = 0
 
 
