@@ -116,6 +116,9 @@ class Item(models.Model):
     # An importer's own note about the item (e.g. "persisted by Claude Code; full output
     # recovered from …"), shown on the step; never part of the output text.
     note = models.TextField(blank=True)
+    # A tool result's title where its importer knows better than the call's arguments say
+    # (a Codex poll: `npm test · poll 2`); search hits name the step by it.
+    title = models.CharField(max_length=200, blank=True)
 
     class Meta:
         ordering = ["session", "seq"]

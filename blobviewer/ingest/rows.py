@@ -60,6 +60,7 @@ class PendingItem:
     output_tokens: int | None
     context_tokens: int | None
     note: str
+    title: str = ""
     duration: timedelta | None = None
     id: int | None = None  # the row's pk, once inserted (a rebuild keeps the old one)
 
@@ -106,6 +107,7 @@ def item_row(
         stored_tokens(get("output_tokens")),
         stored_tokens(get("context_tokens")),
         storable_text(get("note")),
+        title=storable_text(get("title"))[:200],
         id=pk,
     )
 

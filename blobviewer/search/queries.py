@@ -132,6 +132,7 @@ class Place:
     chunk_id: int  # the first matching chunk there
     blob_id: uuid.UUID | None = None
     blob_kind: str = ""
+    title: str = ""  # the item's title, where its importer gave one (a Codex poll's)
 
     @property
     def sort_key(self) -> tuple[int, int, str]:
@@ -165,33 +166,36 @@ def session_places(query: SearchQuery, session_ids: Sequence[uuid.UUID]) -> dict
             "item__seq",
             "item__type",
             "item__tool",
+            "item__title",
             "blob_id",
             "blob__kind",
         )
     )
     seen: set[tuple[Any, ...]] = set()
     first_chunk: dict[uuid.UUID, tuple[int, str]] = {}
-    for pk, session_id, source, seq, item_type, tool, blob_id, kind in found:
+    for pk, session_id, source, seq, item_type, tool, title, blob_id, kind in found:
         if blob_id is not None:
             first_chunk.setdefault(blob_id, (pk, kind))
         elif (session_id, seq, source) not in seen:
             seen.add((session_id, seq, source))
-            places[session_id].append(Place(session_id, seq, item_type, tool, source, pk))
+            place = Place(session_id, seq, item_type, tool, source, pk, title=title)
+            places[session_id].append(place)
     if first_chunk:
         referencing = refs.filter(blob_id__in=list(first_chunk)).values_list(
-            "session_id", "blob_id", "item__seq", "item__type", "item__tool"
+            "session_id", "blob_id", "item__seq", "item__type", "item__tool", "item__title"
         )
-        chosen: dict[tuple[Any, Any], tuple[bool, int, str, str]] = {}
-        for session_id, blob_id, seq, item_type, tool in referencing:
+        chosen: dict[tuple[Any, Any], tuple[bool, int, str, str, str]] = {}
+        for session_id, blob_id, seq, item_type, tool, title in referencing:
             # The output that was promoted into the blob, rather than a later inspect of it.
-            rank = (item_type != Item.Type.TOOL_RESULT or tool == "inspect", seq, item_type, tool)
+            inspected = item_type != Item.Type.TOOL_RESULT or tool == "inspect"
+            rank = (inspected, seq, item_type, tool, title)
             key = (session_id, blob_id)
             if key not in chosen or rank < chosen[key]:
                 chosen[key] = rank
-        for (session_id, blob_id), (_, seq, item_type, tool) in chosen.items():
+        for (session_id, blob_id), (_, seq, item_type, tool, title) in chosen.items():
             pk, kind = first_chunk[blob_id]
             places[session_id].append(
-                Place(session_id, seq, item_type, tool, Source.BLOB, pk, blob_id, kind)
+                Place(session_id, seq, item_type, tool, Source.BLOB, pk, blob_id, kind, title)
             )
     for found in places.values():
         found.sort(key=lambda place: place.sort_key)

@@ -63,8 +63,8 @@ class Hit:
 
 def _where(place: Place) -> str:
     item = f"#{place.seq}"
-    if place.item_type == Item.Type.TOOL_RESULT and place.tool:
-        item += f" {place.tool}"
+    if place.item_type == Item.Type.TOOL_RESULT and (place.title or place.tool):
+        item += f" {place.title or place.tool}"
     else:
         item += f" {_ITEM_NAMES.get(place.item_type, place.item_type)}"
     if place.source == Source.BLOB:

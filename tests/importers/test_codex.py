@@ -714,3 +714,8 @@ def test_a_polls_step_and_blob_are_titled_by_its_command(data_dir, tmp_path, cli
     assert f'<a class="call-title" href="#step-{started}">npm test · poll 2</a>' in page
     biggest = client.get(session.get_absolute_url(), {"outline": "biggest"}).content.decode()
     assert "npm test · poll 2</a>" in biggest
+    # A search hit in the poll's blob, or in its output, names the step by the title too.
+    hits = client.get("/", {"q": "FAIL test 42"}).content.decode()
+    assert "blob of #" in hits and "npm test · poll 2</a>" in hits
+    hits = client.get("/", {"q": "PASS a.test"}).content.decode()
+    assert "npm test · poll 1 output</a>" in hits

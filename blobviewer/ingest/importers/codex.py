@@ -131,6 +131,7 @@ class _Rollout:
         self.response: dict[str, Any] | None = None
         self.exit_codes, self.patch_results = _ends(entries)
         self.calls: dict[str, tuple[str, Any]] = {}  # call id -> (name, arguments)
+        self.titles: dict[str, str] = {}  # call id -> the title a poll's call and result get
         # Commands still running, by the session id their polls name (see output).
         self.running: dict[Any, _Running] = {}
 
@@ -175,7 +176,9 @@ class _Rollout:
             self.calls[call["id"]] = (call["name"], call["arguments"])
             if call["name"] == "write_stdin" and (running := self.polled(call["arguments"])):
                 running.polls += 1
-                call["title"] = f"{running.command} · poll {running.polls}"
+                call["title"] = self.titles[call["id"]] = (
+                    f"{running.command} · poll {running.polls}"
+                )
                 call["polls"] = running.call_id
             self.assistant("", [call], at)
         elif kind in _OUTPUTS:
@@ -218,8 +221,9 @@ class _Rollout:
                 self.patch_results.get(call_id) is False
             )
         name, arguments = self.calls.get(call_id, ("", None))
+        title = self.titles.get(call_id)
         note = self.poll(arguments, exit_code) if name == "write_stdin" else None
-        self.builder.tool_result(call_id, text, is_error=is_error, at=at, note=note)
+        self.builder.tool_result(call_id, text, is_error=is_error, at=at, note=note, title=title)
         if name != "write_stdin" and (running := _STILL_RUNNING.search(text[:_HEADER_CHARS])):
             command = _command(arguments) or name
             self.running[running.group(1)] = _Running(command, call_id, self.builder.records[-1])
