@@ -6,9 +6,9 @@ ratio to one plain read of the blob's file measured in the same run.
 Builds, by streaming writes in a scratch folder, a text blob of 80-byte lines, a JSON array
 of ~100-byte entries and a JSON object with one key per ~100 bytes, as the store writes
 them (compact); their indexes are made the way an old blob's are, on first use, and that
-time is printed too. Then, for each blob: `lines:`, `slice:`, `key:`, `keys:` deep inside
-and the overview, through core's `inspect` and through `/api/inspect` (Django's test
-client, in a second process). Times are the best of 20 warm calls (the first, cold call is
+time is printed too. Then, for each blob: `lines:`, `slice:` (alone, and with `key:` over
+its entries), `key:`, `keys:` deep inside and the overview, through core's `inspect` and
+through `/api/inspect` (Django's test client, in a second process). Times are the best of 20 warm calls (the first, cold call is
 printed beside). Goals (docs/benchmarks.md#selectors-through-the-blob-index): `lines:`,
 `slice:`, `key:` and `keys:` deep inside <= 1% of one plain read, and warm calls under
 20 ms on 1 GB. The overview returns a full page
@@ -108,6 +108,11 @@ def cases(blobs: dict[str, tuple[uuid.UUID, int]]) -> list[tuple[str, str, str |
         ("text", f"lines:{lines - 100}-{lines - 20}", f"lines:{lines - 100}-{lines - 20}"),
         ("text", "overview", None),
         ("array", f"slice:{entries - 10}..{entries}", f"slice:{entries - 10}..{entries}"),
+        (
+            "array",
+            f"slice:{entries - 10}..{entries} | key:name",
+            f"slice:{entries - 10}..{entries} | key:name",
+        ),
         ("array", "overview", None),
         ("object", f"key:key{keys - 1:08d}", f"key:key{keys - 1:08d}"),
         ("object", f"keys:{keys - 50}..{keys}", f"keys:{keys - 50}..{keys}"),
