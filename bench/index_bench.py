@@ -9,8 +9,9 @@ them (compact); their indexes are made the way an old blob's are, on first use, 
 time is printed too. Then, for each blob: `lines:`, `slice:` (alone, and with `key:` over
 its entries), `key:`, `keys:` deep inside and the overview, through core's `inspect` and
 through `/api/inspect` (Django's test client, in a second process). Times are the best
-of 20 warm calls (the first, cold call is printed beside). Goals (docs/benchmarks.md#selectors-through-the-blob-index): `lines:`,
-`slice:`, `key:` and `keys:` deep inside <= 1% of one plain read, and warm calls under
+of 20 warm calls (the first, cold call is printed beside). Goals
+(docs/benchmarks.md#selectors-through-the-blob-index): `lines:`, `slice:`, `key:` and
+`keys:` deep inside <= 1% of one plain read, and warm calls under
 20 ms on 1 GB. The overview returns a full page
 (the inspect cap, ~8,000 bytes: 340 key lines of the object) whatever the blob's size, so
 its cost is that of its output, not of the blob: it is judged by the 20 ms alone, at every
