@@ -62,7 +62,7 @@ def test_a_search_finds_a_hit_inside_a_blob_shows_it_and_jumps_to_it(page, live_
     expect(hit).to_have_count(1)
     expect(hit).to_contain_text("text blob of #2 run_build")
     expect(hit.locator("mark")).to_have_text("flux_capacitor")
-    expect(page.locator("table.sessions td.title")).to_have_text(["Fix the build"])
+    expect(page.locator("table.sessions td.title a")).to_have_text(["Fix the build"])
     expect(page).to_have_url(re.compile(r"\?q=FLUX_capacitor"))
 
     hit.get_by_role("link", name="open the blob at the hit").click()
@@ -154,7 +154,7 @@ def test_a_header_sorts_the_list_and_the_search_keeps_that_sort(page, live_serve
 
     expect(page).to_have_url(re.compile(r"\?sort=-duration$"))
     page.wait_for_load_state("domcontentloaded")  # htmx (deferred) is running: typing searches
-    titles = page.locator("table.sessions td.title")
+    titles = page.locator("table.sessions td.title a")
     expect(titles).to_have_text(["slow run", "medium run", "quick run"])
 
     page.fill("#id_q", "run")
@@ -189,7 +189,7 @@ def test_the_list_and_its_search_results_at_1440_and_390_px(page, live_server, d
     for width in (WIDE, NARROW):
         page.set_viewport_size({"width": width, "height": 900})
         page.goto(f"{live_server.url}/")
-        expect(page.locator("table.sessions td.title")).to_have_count(4)
+        expect(page.locator("table.sessions td.title a")).to_have_count(4)
         page.screenshot(path=str(SHOTS / f"session-list-{width}.png"), full_page=True)
         assert no_sideways_scroll(page), width
 

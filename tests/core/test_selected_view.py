@@ -74,6 +74,16 @@ def test_text_views_are_evaluate_s(
     check(tmp_path_factory.mktemp("t"), Text(text), selectors)
 
 
+@pytest.mark.parametrize(
+    "value",
+    [[{"": None}], [3, {"a": 1}], [{"a": 1}, 3], [{"k" * 2000: 1}]],
+    ids=["empty key", "object second", "object first", "long key"],
+)
+def test_a_misfit_after_a_slice_gives_evaluate_s_advice(tmp_path: Path, value: Any) -> None:
+    # The advice for an array of objects names the key of the first entry in view.
+    check(tmp_path, Structured(value), ["slice:..2 | keys:0..2", "slice:1.. | lines:1", "grep:x"])
+
+
 def test_a_range_of_a_text_s_lines_is_left_to_the_text_index(tmp_path: Path) -> None:
     store = FsBlobStore(tmp_path)
     blob_id = store.store_sync(Text("one\ntwo\n"))

@@ -132,7 +132,12 @@ def _take_step(
         if isinstance(step, Key):  # that key of each entry: read one entry at a time
             entries = _entries(index, state.node, state.start, state.stop)
             return mapped(step, entries, start=state.start, total=state.total)
-        _refuse(step, ValueView([], start=state.start, total=state.total), reached)
+        first = (
+            [_first_entry_stand_in(index, state.node, state.start)]
+            if state.stop > state.start
+            else []
+        )
+        _refuse(step, ValueView(first, start=state.start, total=state.total), reached)
     if isinstance(state, KeyRange):
         if isinstance(step, Keys):
             start, stop = step.bounds(state.total)
@@ -184,17 +189,17 @@ def stand_in(index: JsonIndex, node: Node) -> ValueView:
     if node.table is None:
         return ValueView(index.value(node))
     if node.kind == "array":  # its first entry, as far as the suggestions look at it
-        return ValueView([_first_entry_stand_in(index, node)] if node.count else [])
+        return ValueView([_first_entry_stand_in(index, node, 0)] if node.count else [])
     first = next(index.key_names(node.table, 0, min(1, node.count)), None)
     return ValueView({} if first is None else {first[0]: None})
 
 
-def _first_entry_stand_in(index: JsonIndex, node: Node) -> Any:
-    """The first entry of the indexed array *node*, as far as core's suggestions read it
-    (an object's first key): `{name: None}` for an object, None for anything else. Its
-    compact text's first bytes tell, unless the key is longer than they are."""
-    assert node.table is not None
-    begin, end = next(index.spans(node.table, 0, 1))
+def _first_entry_stand_in(index: TextIndex | JsonIndex, node: Node, at: int) -> Any:
+    """Entry *at* of the indexed array *node*, as far as core's suggestions read an
+    array's first entry (an object's first key): `{name: None}` for an object, None for
+    anything else. Its compact text's first bytes tell, unless the key is longer."""
+    assert isinstance(index, JsonIndex) and node.table is not None
+    begin, end = next(index.spans(node.table, at, at + 1))
     head = index.compact(begin, end, 1024)
     if not head.text.startswith('{"'):
         return None
