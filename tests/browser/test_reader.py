@@ -590,3 +590,25 @@ def test_hostile_code_runs_nothing_when_coloured(open_as, live_server, data_dir)
     expect(page.locator("#blob-view pre.content")).to_contain_text('<img src=x onerror="alert(1)">')
     assert problems.dialogs == []
     assert page.locator("#blob-view pre.content img, #blob-view pre.content svg").count() == 0
+
+
+def test_grep_matches_come_with_dimmed_lines_around_them(page, live_server, data_dir):
+    lines = [f"line {n}" for n in range(1, 61)]
+    lines[9], lines[49] = "ERROR one", "ERROR two"
+    blob_id = stored(Text("\n".join(lines) + "\n"))
+    page.goto(blob_url(live_server, blob_id, "grep:ERROR"))
+
+    rows = page.locator("#blob-view pre.grep .r")
+    expect(rows).to_have_count(11)  # 2 matches, 2 x 4 lines around them, a gap between
+    context = page.locator("#blob-view pre.grep .r.context")
+    expect(context).to_have_count(8)
+    expect(context.first).to_have_text(re.compile(r"^8\s*line 8"))
+    expect(page.locator("#blob-view pre.grep .r.gap")).to_have_count(1)
+    dim, bright = (
+        page.locator(f"#blob-view pre.grep .r{kind}").first.evaluate(
+            "(r) => getComputedStyle(r).color"
+        )
+        for kind in (".context", ":not(.context):not(.gap)")
+    )
+    assert dim != bright  # the lines around are dimmed; the matches are not
+    expect(page.locator("#blob-view pre.grep mark")).to_have_count(2)  # nothing marked around

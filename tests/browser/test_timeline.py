@@ -17,8 +17,11 @@ from blobviewer.timeline.steps import StepFilter
 from blobviewer.timeline.timeline import Timeline
 from importers.recordings import CLAUDE_CODE, CLAUDE_SESSION
 from web.timeline_records import (
+    assistant,
+    call,
     ingest_out_of_order,
     record,
+    result,
     steps_session,
     tokens_session,
     user,
@@ -140,6 +143,27 @@ def test_biggest_outputs_first_is_one_click(page, live_server, data_dir):
 
     rows.nth(1).locator("a").click()
     expect(page.locator("#step-3")).to_be_in_viewport()
+
+
+def test_biggest_outputs_first_stays_on_after_a_jump_from_the_chart(page, live_server, data_dir):
+    # Sixty turns with tokens, every tenth output promoted: the chart marks those, on
+    # every page, and its marks lead to the unfiltered timeline.
+    records = [user(1, "go")]
+    for n in range(60):
+        turn = assistant(2 + 2 * n, call(f"c{n}", "run", {"command": f"step {n}"}))
+        turn["input_tokens"] = turn["context_tokens"] = 1000 + 100 * n
+        records.append(turn)
+        output = "".join(f"row {m}\n" for m in range(300)) if n % 10 == 9 else "ok"
+        records.append(result(3 + 2 * n, f"c{n}", output))
+    session = record(records)
+    open_session(page, live_server, session, "?outline=biggest")
+    far = page.locator("a.promoted").last
+    assert "page=" in (far.get_attribute("href") or "")  # on another page
+
+    far.click()
+
+    expect(page).to_have_url(re.compile(r"outline=biggest.*page=\d+#step-\d+$"))
+    expect(page.locator("ol.biggest")).to_be_visible()  # still biggest first
 
 
 def every_step_on_every_page(page) -> list[str]:
