@@ -132,12 +132,12 @@ def _take_step(
         if isinstance(step, Key):  # that key of each entry: read one entry at a time
             entries = _entries(index, state.node, state.start, state.stop)
             return mapped(step, entries, start=state.start, total=state.total)
-        first = (
+        in_view = (
             [_first_entry_stand_in(index, state.node, state.start)]
             if state.stop > state.start
             else []
         )
-        _refuse(step, ValueView(first, start=state.start, total=state.total), reached)
+        _refuse(step, ValueView(in_view, start=state.start, total=state.total), reached)
     if isinstance(state, KeyRange):
         if isinstance(step, Keys):
             start, stop = step.bounds(state.total)
