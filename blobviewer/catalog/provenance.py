@@ -180,11 +180,12 @@ def made_by_titles(
     titles = {}
     for blob_id in wanted:
         maker = makers[blob_id]
-        name, arguments, title = calls.get(maker.call_id, (maker.tool, None, ""))
-        titles[blob_id] = (
-            maker,
-            one_line_text(title)[:TITLE_CHARS] or step_title(name or maker.tool, arguments),
+        name, arguments = calls.get(maker.call_id, (maker.tool, None))
+        # The title its importer gave the step (a Codex poll's), else its call in one line.
+        title = one_line_text(maker.title)[:TITLE_CHARS] or step_title(
+            name or maker.tool, arguments
         )
+        titles[blob_id] = (maker, title)
     return titles
 
 
@@ -196,15 +197,6 @@ def _makers(items: Sequence[Item]) -> dict[uuid.UUID, Item]:
         if blob_id is not None:
             makers.setdefault(blob_id, item)
     return makers
-
-
-def _title_of(tool_calls: list[Any], call_id: str) -> str:
-    """The title an importer gave the call *call_id* (a Codex poll's), else ""."""
-    for call in tool_calls:
-        if isinstance(call, dict) and call.get("id") == call_id:
-            title = call.get("title")
-            return title if isinstance(title, str) else ""
-    return ""
 
 
 def calls_in(tool_calls: Any) -> Iterable[tuple[str, str, Any]]:
@@ -219,18 +211,15 @@ def calls_in(tool_calls: Any) -> Iterable[tuple[str, str, Any]]:
 
 def _calls(
     session: Session, makers: Sequence[Item], items: Sequence[Item]
-) -> dict[str, tuple[str, Any, str]]:
-    """Call id -> (tool name, arguments, the importer's title or "") for the calls of
-    *makers* that can be found."""
+) -> dict[str, tuple[str, Any]]:
+    """Call id -> (tool name, arguments) for the calls of *makers* that can be found."""
     wanted = {maker.call_id for maker in makers if maker.call_id}
-    found: dict[str, tuple[str, Any, str]] = {}
+    found: dict[str, tuple[str, Any]] = {}
     for item in items:
         if item.type == Item.Type.ASSISTANT:
             for call_id, name, arguments in calls_in(item.tool_calls):
                 if call_id in wanted:
-                    found.setdefault(
-                        call_id, (name, arguments, _title_of(item.tool_calls, call_id))
-                    )
+                    found.setdefault(call_id, (name, arguments))
     missing = wanted - found.keys()
     if missing:
         latest = max(maker.seq for maker in makers)
@@ -244,7 +233,7 @@ def _calls(
         for tool_calls in older.iterator(chunk_size=50):
             for call_id, name, arguments in calls_in(tool_calls):
                 if call_id in missing:
-                    found[call_id] = (name, arguments, _title_of(tool_calls, call_id))
+                    found[call_id] = (name, arguments)
                     missing.discard(call_id)
             if not missing:
                 break
