@@ -2,8 +2,8 @@
 
    - "/" focuses the box of the page: the selector of the reader on screen, the find box
      of a session page, or the search of the session list; Esc leaves a box.
-   - After a selector runs, focus goes to the content it swapped in, so "[" and "]"
-     (reader.js) page at once.
+   - "[" and "]" follow the reader's previous and next page links; after a selector runs,
+     focus goes to the content it swapped in, so they page at once.
    - On a session page, "j" and "k" move to the next and previous step, "e" to the next
      failed step (from the step in view; the step is focused and scrolled to).
    - "?" opens the list of shortcuts.
@@ -50,6 +50,33 @@
     var content = reader.querySelector("pre.content, .json-tree, p.empty, p.error") || reader;
     if (!content.hasAttribute("tabindex")) content.setAttribute("tabindex", "-1");
     content.focus({ preventScroll: true });
+  }
+
+  /* --- a reader's pages ------------------------------------------------------------- */
+
+  /* The reader the keys go to: the focused one, the blob page's, or the only one. */
+  function currentReader() {
+    var active = document.activeElement;
+    var focused = active && active.closest ? active.closest("section.reader") : null;
+    if (focused) return focused;
+    var main = document.getElementById("blob-view");
+    if (main) return main;
+    var all = document.querySelectorAll("section.reader");
+    return all.length === 1 ? all[0] : null;
+  }
+
+  function page(forward) {
+    var reader = currentReader();
+    if (!reader) return false;
+    var rels = forward ? ["next"] : ["prev", "first"];
+    for (var i = 0; i < rels.length; i++) {
+      var link = reader.querySelector('nav.pager a[data-key="' + rels[i] + '"]');
+      if (link) {
+        link.click();
+        return true;
+      }
+    }
+    return false;
   }
 
   /* --- steps ------------------------------------------------------------------------- */
@@ -118,6 +145,7 @@
     }
     var done = false;
     if (event.key === "/") done = focusBox();
+    else if (event.key === "[" || event.key === "]") done = page(event.key === "]");
     else if (event.key === "?") done = openHelp();
     else if (event.key === "j") done = moveStep(1, false);
     else if (event.key === "k") done = moveStep(-1, false);

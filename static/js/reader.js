@@ -5,8 +5,6 @@
    - Lines: a click on a line number highlights that line, shift-click a range
      (#L<a>-L<b>, as GitHub does); "Select these lines" then opens lines:<a>-<b>.
      Ids carry the reader's prefix (data-prefix) where several readers share a page.
-   - Keys: "[" and "]" follow the reader's previous and next page links (not while
-     typing in a field).
    - A wrap toggle for long lines, remembered in this browser (localStorage).
    - Expand all / Collapse all for the JSON tree.
 
@@ -149,38 +147,6 @@
     });
   }
 
-  /* --- keys ------------------------------------------------------------------------ */
-
-  function typing(target) {
-    if (!target || !target.closest) return false;
-    return Boolean(target.closest("input, textarea, select, [contenteditable]:not([contenteditable=false])"));
-  }
-
-  function currentReader() {
-    var focused = readerOf(document.activeElement);
-    if (focused) return focused;
-    var main = document.getElementById("blob-view");
-    if (main) return main;
-    var all = document.querySelectorAll("section.reader");
-    return all.length === 1 ? all[0] : null;
-  }
-
-  function onKey(event) {
-    if (event.key !== "[" && event.key !== "]") return;
-    if (event.ctrlKey || event.metaKey || event.altKey || typing(event.target)) return;
-    var reader = currentReader();
-    if (!reader) return;
-    var rels = event.key === "]" ? ["next"] : ["prev", "first"];
-    for (var i = 0; i < rels.length; i++) {
-      var link = reader.querySelector('nav.pager a[data-key="' + rels[i] + '"]');
-      if (link) {
-        event.preventDefault();
-        link.click();
-        return;
-      }
-    }
-  }
-
   /* --- setting up (on load and after every htmx swap) ------------------------------ */
 
   function reveal(root) {
@@ -210,7 +176,6 @@
       for (var i = 0; i < nodes.length; i++) nodes[i].open = open;
     }
   });
-  document.addEventListener("keydown", onKey);
   document.addEventListener("htmx:afterSettle", function (event) {
     setUp(event.target);
     fromHash(false);

@@ -1,4 +1,4 @@
-"""Keyboard shortcuts (static/js/keys.js and reader.js), in Chromium: "/" and Esc, the
+"""Keyboard shortcuts (static/js/keys.js), in Chromium: "/" and Esc, the
 focus after a selector runs, "[" and "]", "j", "k" and "e" over steps, "?", and nothing
 while typing in a field."""
 
