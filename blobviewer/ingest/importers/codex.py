@@ -130,8 +130,7 @@ class _Rollout:
         # The first item of the model response being recorded: its token_count goes there.
         self.response: dict[str, Any] | None = None
         self.exit_codes, self.patch_results = _ends(entries)
-        self.calls: dict[str, tuple[str, Any]] = {}  # call id -> (name, arguments)
-        self.titles: dict[str, str] = {}  # call id -> the title a poll's call and result get
+        self.calls: dict[str, dict[str, Any]] = {}  # call id -> the call, as recorded
         # Commands still running, by the session id their polls name (see output).
         self.running: dict[Any, _Running] = {}
 
@@ -173,12 +172,10 @@ class _Rollout:
             self.assistant(_reasoning_text(item), [], at)
         elif kind in _CALLS:
             call = _call(self.path, number, item)
-            self.calls[call["id"]] = (call["name"], call["arguments"])
+            self.calls[call["id"]] = call
             if call["name"] == "write_stdin" and (running := self.polled(call["arguments"])):
                 running.polls += 1
-                call["title"] = self.titles[call["id"]] = (
-                    f"{running.command} · poll {running.polls}"
-                )
+                call["title"] = f"{running.command} · poll {running.polls}"
                 call["polls"] = running.call_id
             self.assistant("", [call], at)
         elif kind in _OUTPUTS:
@@ -220,9 +217,10 @@ class _Rollout:
             is_error = (end_code is not None and end_code != 0) or (
                 self.patch_results.get(call_id) is False
             )
-        name, arguments = self.calls.get(call_id, ("", None))
-        title = self.titles.get(call_id)
+        call = self.calls.get(call_id, {})
+        name, arguments = call.get("name", ""), call.get("arguments")
         note = self.poll(arguments, exit_code) if name == "write_stdin" else None
+        title = call.get("title")  # the result's title is its call's (a poll's)
         self.builder.tool_result(call_id, text, is_error=is_error, at=at, note=note, title=title)
         if name != "write_stdin" and (running := _STILL_RUNNING.search(text[:_HEADER_CHARS])):
             command = _command(arguments) or name
