@@ -73,6 +73,8 @@ from core.selectors import (
 )
 from core.store import BlobStore, BlobStoreError
 
+# How much of a rendering is read for its first entry alone (the help's `key:` example).
+FIRST_ENTRY_BYTES = 64 * 1024
 RAW_PARAM = "as"  # `?as=raw`: JSON as indented rows instead of a tree
 SMALL_JSON = 1 << 20  # a JSON blob this small may be read whole for its keys
 COLOUR_EXTRA = 45_000  # bytes of colouring markup a page may add to its text
@@ -434,10 +436,16 @@ class _Facts:
         value the page holds, or the start of the blob's rendering (never a load)."""
         value = self.whole
         if value is None:
-            head = self.head()
+            head = self._head if self._head_read else self._first_entry()
             value = [v for _, v in head.entries[:1]] if head and head.container == "array" else None
         first = value[0] if isinstance(value, list) and value else None
         return next(iter(first), None) if isinstance(first, dict) else None
+
+    def _first_entry(self) -> Head | None:
+        """The rendering's first entry alone (a page with a selector reads no more of it)."""
+        with contextlib.suppress(BlobStoreError), renderings().open_sync(self.blob.id) as it:
+            return rendered_head(it, limit=1, max_bytes=FIRST_ENTRY_BYTES)
+        return None
 
     def keys(self) -> list[tuple[str, str]]:
         """The first COMPLETIONS keys of an object blob and their values' shapes: from the
