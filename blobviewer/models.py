@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import models
+from django.db.models.functions import Coalesce
 from django.urls import reverse
 from django.utils import timezone
 
@@ -60,7 +61,17 @@ class Session(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        indexes = [models.Index(fields=["-created_at"]), models.Index(fields=["model"])]
+        indexes = [
+            models.Index(fields=["-created_at"]),
+            models.Index(fields=["model"]),
+            # The list's default order ("Started", newest first: blobviewer.timeline.sort),
+            # which a search walks until its page is full.
+            models.Index(
+                Coalesce("started_at", "ingested_at").desc(),
+                models.F("id").desc(),
+                name="session_started",
+            ),
+        ]
 
     def __str__(self) -> str:
         return self.title or str(self.id)

@@ -22,9 +22,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import connection
-from django.db.models import F, Func, IntegerField, Q, QuerySet, Value
+from django.db.models import F, Func, IntegerField, OuterRef, Q, QuerySet, Subquery, Value
 from django.db.models.expressions import RawSQL
 from django.db.models.functions import Coalesce, Collate, Lower
+from django.db.models.lookups import IsNull
 
 from blobviewer.models import BlobRef, Item, SearchChunk
 from blobviewer.search.folding import fold
@@ -60,23 +61,51 @@ def parse_query(text: str | None) -> SearchQuery | None:
     return SearchQuery(text, fold(text)) if text else None
 
 
-def matching_chunks(query: SearchQuery) -> QuerySet[SearchChunk]:
-    """Every chunk whose folded text contains the folded query (a full query only)."""
+def matching_chunks(query: SearchQuery, *, from_index: bool = False) -> QuerySet[SearchChunk]:
+    """Every chunk whose folded text contains the folded query (a full query only).
+
+    Narrowed by the caller to a few sessions or blobs, the chunks are found by those and
+    each is checked against the index's answer, so the work grows with what is asked for,
+    not with the corpus (see session_filter). *from_index*: the index's answer is walked
+    instead (SQLite), for a query it lists few chunks for."""
     chunks = _searched_chunks()
+    if connection.vendor != "sqlite":
+        # LIKE '%…%' on the folded text; pg_trgm's GIN index on it finds the candidates.
+        return chunks.filter(searched__contains=query.folded)
+    # The chunks that hold every trigram of the query (the tokenizer keeps case; both sides
+    # are folded), then those whose folded text holds the query itself. The index's answer
+    # is a list SQLite makes once a statement; `+id` keeps SQLite from walking that list (a
+    # lookup per listed chunk) rather than the chunks the caller asked for.
+    if from_index:
+        chunks = chunks.filter(pk__in=_index_answer(query))
+    else:
+        listed = Func(F("pk"), template="+%(expressions)s", output_field=IntegerField())
+        chunks = chunks.alias(listed=listed).filter(listed__in=_index_answer(query))
+    holds = Func(F("searched"), Value(query.folded), function="instr", output_field=IntegerField())
+    return chunks.alias(holds=holds).filter(holds__gt=0)
+
+
+def _index_answer(query: SearchQuery) -> RawSQL:
+    """The chunks (ids) that hold every trigram of *query*, from SQLite's FTS5 index."""
+    return RawSQL(f"SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH %s", [trigrams(query)])
+
+
+# Up to this many matching chunks, a search finds its sessions from them (a rare word);
+# beyond, it walks the sessions in the list's order and stops when the page is full.
+FEW_CHUNKS = 500
+
+
+def _few_chunks(query: SearchQuery) -> bool:
+    """Whether at most FEW_CHUNKS chunks match *query*: on SQLite, those the index lists
+    (without reading any); on PostgreSQL, those that match, read until there are more."""
     if connection.vendor == "sqlite":
-        # The chunks that hold every trigram of the query (the tokenizer keeps case; both
-        # sides are folded), then those whose folded text holds the query itself. (Checking
-        # only the page's chunks, `rowid IN (...)`, costs FTS5 a lookup per chunk: 170x
-        # slower than one match on a bench corpus.)
-        found = RawSQL(
-            f"SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH %s", [trigrams(query)]
-        )
-        holds = Func(
-            F("searched"), Value(query.folded), function="instr", output_field=IntegerField()
-        )
-        return chunks.filter(pk__in=found).alias(holds=holds).filter(holds__gt=0)
-    # LIKE '%…%' on the folded text; pg_trgm's GIN index on it finds the candidates.
-    return chunks.filter(searched__contains=query.folded)
+        sql, params = f"{_index_answer(query).sql} LIMIT {FEW_CHUNKS + 1}", [trigrams(query)]
+    else:
+        first = matching_chunks(query).order_by().values("pk")[: FEW_CHUNKS + 1]
+        sql, params = first.query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT count(*) FROM ({sql}) AS listed", params)
+        return int(cursor.fetchone()[0]) <= FEW_CHUNKS
 
 
 def _searched_chunks() -> QuerySet[SearchChunk]:
@@ -104,19 +133,34 @@ def trigrams(query: SearchQuery) -> str:
 
 
 def session_filter(query: SearchQuery) -> Q:
-    """The sessions the query finds: by title, by an item, or by a blob they reference."""
+    """The sessions the query finds: by title, by an item, or by a blob they reference.
+
+    A session is tested on its own chunks and its blobs' (an EXISTS for each), so a list
+    in its order, cut to a page or to a count's cap, stops as soon as it has enough: the
+    work grows with the page, not with the sessions that match. A rare word (few chunks
+    in SQLite's index) goes the other way: its few chunks name their sessions."""
     if not query.full:
         # No index can look up fewer than three characters; titles are few enough to scan.
         # LIKE is case-insensitive for ASCII on SQLite only, which changes nothing here:
         # both sides are folded, so neither has an ASCII capital.
         titles = _searched_chunks().filter(source=Source.TITLE, searched__contains=query.folded)
         return Q(pk__in=titles.values("session_id"))
-    # One lookup of the index per statement: a chunk's own session (a title or an item),
-    # or through its blob, every session that references that blob.
-    found = matching_chunks(query).annotate(
-        found_in=Coalesce("session_id", "blob__refs__session_id")
-    )
-    return Q(pk__in=found.values("found_in"))
+    if _few_chunks(query):
+        found = matching_chunks(query, from_index=True).annotate(
+            found_in=Coalesce("session_id", "blob__refs__session_id")
+        )
+        return Q(pk__in=found.values("found_in"))
+    own = matching_chunks(query).filter(session_id=OuterRef("pk"))
+    through_blobs = matching_chunks(query).filter(blob__refs__session_id=OuterRef("pk"))
+    return Q(_found(own)) | Q(_found(through_blobs))
+
+
+def _found(chunks: QuerySet[SearchChunk]) -> Q:
+    """Whether *chunks* (correlated to a session) has one: a scalar subquery rather than
+    EXISTS, which PostgreSQL would turn into one hashed list of every matching chunk of
+    every session (each chunk's text read) before the list's order could cut it short."""
+    first = Subquery(chunks.values("pk")[:1], output_field=IntegerField())
+    return Q(IsNull(first, False))
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,26 +195,29 @@ def session_places(query: SearchQuery, session_ids: Sequence[uuid.UUID]) -> dict
     if not query.full or not session_ids:
         return places
     refs = BlobRef.objects.filter(session_id__in=session_ids)
-    # Items' and blobs' chunks in one lookup of the index, each place's first chunk first.
-    found = (
-        matching_chunks(query)
-        .filter(
-            Q(session_id__in=session_ids, item__isnull=False)
-            | Q(blob_id__in=refs.values("blob_id"))
-        )
-        .order_by("start", "pk")
-        .values_list(
-            "pk",
-            "session_id",
-            "source",
-            "item__seq",
-            "item__type",
-            "item__tool",
-            "item__title",
-            "blob_id",
-            "blob__kind",
-        )
+    # Items' chunks, then blobs' chunks, each found by the sessions asked for (two
+    # statements: one with an OR would have PostgreSQL read every chunk that matches
+    # anywhere); each place's first chunk first.
+    columns = (
+        "pk",
+        "session_id",
+        "source",
+        "item__seq",
+        "item__type",
+        "item__tool",
+        "item__title",
+        "blob_id",
+        "blob__kind",
     )
+    matching = matching_chunks(query).order_by("start", "pk")
+    found = [
+        *matching.filter(session_id__in=session_ids, item__isnull=False).values_list(*columns),
+        # The blobs as a list of ids: as a subquery, PostgreSQL would rather read every
+        # blob's chunks in order than look each of these few up.
+        *matching.filter(blob_id__in=list(refs.values_list("blob_id", flat=True))).values_list(
+            *columns
+        ),
+    ]
     seen: set[tuple[Any, ...]] = set()
     first_chunk: dict[uuid.UUID, tuple[int, str]] = {}
     for pk, session_id, source, seq, item_type, tool, title, blob_id, kind in found:

@@ -21,11 +21,15 @@ class Column:
     key: str
     expression: Any
     descending_first: bool  # what a first click on its header asks for
+    # Never null: ordered without NULLS LAST, so that an index on it serves the order on
+    # both databases (SQLite's indexes take no NULLS LAST).
+    never_null: bool = False
 
     def order_by(self, *, descending: bool) -> list[OrderBy]:
         direction = "desc" if descending else "asc"
+        nulls = {} if self.never_null else {"nulls_last": True}
         return [
-            getattr(self.expression, direction)(nulls_last=True),
+            getattr(self.expression, direction)(**nulls),
             getattr(F("id"), direction)(),
         ]
 
@@ -40,7 +44,13 @@ COLUMNS: dict[str, Column] = {
         Column("title", Lower(_blank_as_null("title")), descending_first=False),
         Column("source", F("source_format"), descending_first=False),
         Column("model", _blank_as_null("model"), descending_first=False),
-        Column("started", Coalesce("started_at", "ingested_at"), descending_first=True),
+        # ingested_at is always set; the session_started index serves this order.
+        Column(
+            "started",
+            Coalesce("started_at", "ingested_at"),
+            descending_first=True,
+            never_null=True,
+        ),
         Column("duration", F("duration"), descending_first=True),
         Column("items", F("item_count"), descending_first=True),
         Column("steps", F("step_count"), descending_first=True),
