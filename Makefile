@@ -64,6 +64,7 @@ bench: venv node
 	$(PY) bench/mcp_bench.py
 	$(PY) bench/store_bench.py
 	$(PY) bench/peer_bench.py
+	$(PY) bench/search_bench.py
 
 lint: venv
 	$(VENV)/bin/ruff check .

@@ -12,7 +12,7 @@ test runs, build logs. The words searched for are spread as they are in real rec
 `disk_pressure` in one in a hundred, `unobtainium_flux` once, deep in one output. Each word
 is searched for through Django's test client (the whole request), p50 of --repeat
 requests after one warm-up, and printed with its ratio to the login page's p50. Goals
-(docs/search.md): every word <= 100 ms and <= 10x the login page, at 2,000 sessions and
+(docs/pages.md#search): every word <= 100 ms and <= 10x the login page, at 2,000 sessions and
 at 20,000.
 """
 
