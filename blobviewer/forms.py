@@ -8,6 +8,7 @@ from django import forms
 from django.conf import settings
 from django.core.validators import ProhibitNullCharactersValidator
 from django.db.models import Exists, F, OuterRef, QuerySet
+from django.utils.functional import cached_property
 
 from blobviewer.models import Blob, BlobRef, Session
 from blobviewer.search.queries import MAX_QUERY_CHARS, SearchQuery, parse_query, session_filter
@@ -26,9 +27,10 @@ class SessionFilterForm(forms.Form):
     model = forms.CharField(required=False, max_length=200)
     has_blobs = forms.BooleanField(required=False, label="with blobs")
 
-    @property
+    @cached_property
     def query(self) -> SearchQuery | None:
-        """The search, when there is a valid one."""
+        """The search, when there is a valid one (one object for the request: SQLite keeps
+        the index's answer for it, blobviewer.search.queries)."""
         return parse_query(self.cleaned_data["q"]) if self.is_valid() else None
 
     @property

@@ -14,11 +14,12 @@ the same hits.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import uuid
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import connection
@@ -44,10 +45,16 @@ Source = SearchChunk.Source
 _SOURCE_ORDER = {Source.TITLE: 0, Source.TEXT: 1, Source.CALLS: 2, Source.OUTPUT: 3, Source.BLOB: 4}
 
 
+_TOKENS = itertools.count(1)
+
+
 @dataclass(frozen=True, slots=True)
 class SearchQuery:
     text: str  # as typed, less surrounding whitespace
     folded: str
+    # Which query this is, for the index's answer kept while it is used (_index_answer):
+    # each request parses its own.
+    token: int = field(default_factory=lambda: next(_TOKENS), compare=False, repr=False)
 
     @property
     def full(self) -> bool:
@@ -85,9 +92,31 @@ def matching_chunks(query: SearchQuery, *, from_index: bool = False) -> QuerySet
     return chunks.alias(holds=holds).filter(holds__gt=0)
 
 
+# SQLite: the index's answer to the query in use, kept for the statements that follow.
+FOUND_TABLE = "blobviewer_search_found"
+
+
 def _index_answer(query: SearchQuery) -> RawSQL:
-    """The chunks (ids) that hold every trigram of *query*, from SQLite's FTS5 index."""
-    return RawSQL(f"SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH %s", [trigrams(query)])
+    """The chunks (ids) that hold every trigram of *query*, from SQLite's FTS5 index.
+
+    The index is asked once a query: its answer goes into a temporary table (this
+    connection's own) that the page, its count and its places all read, rather than each
+    statement making the list again (its cost grows with the corpus)."""
+    connection.ensure_connection()
+    raw = connection.connection  # the temporary table lives as long as this connection
+    if getattr(connection, "_search_found", None) != (raw, query.token):
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"CREATE TEMP TABLE IF NOT EXISTS {FOUND_TABLE} (id INTEGER PRIMARY KEY)"
+            )
+            cursor.execute(f"DELETE FROM temp.{FOUND_TABLE}")
+            cursor.execute(
+                f"INSERT INTO temp.{FOUND_TABLE} "
+                f"SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH %s",
+                [trigrams(query)],
+            )
+        connection._search_found = (raw, query.token)
+    return RawSQL(f"SELECT id FROM temp.{FOUND_TABLE}", [])
 
 
 # Up to this many matching chunks, a search finds its sessions from them (a rare word);
@@ -99,7 +128,7 @@ def _few_chunks(query: SearchQuery) -> bool:
     """Whether at most FEW_CHUNKS chunks match *query*: on SQLite, those the index lists
     (without reading any); on PostgreSQL, those that match, read until there are more."""
     if connection.vendor == "sqlite":
-        sql, params = f"{_index_answer(query).sql} LIMIT {FEW_CHUNKS + 1}", [trigrams(query)]
+        sql, params = f"{_index_answer(query).sql} LIMIT {FEW_CHUNKS + 1}", []
     else:
         first = matching_chunks(query).order_by().values("pk")[: FEW_CHUNKS + 1]
         sql, params = first.query.sql_with_params()

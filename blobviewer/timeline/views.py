@@ -20,10 +20,10 @@ from blobviewer.timeline.pages import item_blob_refs, item_page_context, page_co
 from blobviewer.timeline.sort import headers as sort_headers
 
 SESSIONS_PER_PAGE = 50
-# A search inside items and blobs shows fewer sessions a page (each with its hits), and
-# counts its sessions up to a cap ("200+ sessions"): its cost stays that of its page.
-SEARCH_SESSIONS_PER_PAGE = 20
-SEARCH_COUNT_CAP = 200
+# A search shows fewer sessions a page (each with its hits), and counts its sessions up
+# to a cap ("100+ sessions"): its cost stays that of its page.
+SEARCH_SESSIONS_PER_PAGE = 10
+SEARCH_COUNT_CAP = 100
 # A session that grew this recently is marked live in the list (which then refreshes).
 LIVE_WINDOW = timedelta(minutes=1)
 # No list has more pages; a larger number asked for is its last page (the number must stay
@@ -72,23 +72,36 @@ def _page_and_totals(sessions: QuerySet[Session], number: int) -> tuple[Page, di
     return page, totals
 
 
+# The columns the totals row sums, by their names in _TOTALS (sessions aside).
+_SUMMED = {
+    "items": "item_count",
+    "steps": "step_count",
+    "errors": "error_count",
+    "blobs": "blob_count",
+    "received": "output_bytes_received",
+    "in_history": "output_bytes_in_history",
+}
+
+
 def _search_page_and_totals(
     sessions: QuerySet[Session], number: int
 ) -> tuple[Page, dict[str, int]]:
-    """Page *number* of a search's *sessions*, and the totals over the first
-    SEARCH_COUNT_CAP of them (`capped` when there are more: the page then says
-    "1,000+")."""
-    counted = sessions.order_by().values("pk")[: SEARCH_COUNT_CAP + 1]
-    found = Session.objects.filter(pk__in=counted).aggregate(**_TOTALS)
-    totals = {name: value or 0 for name, value in found.items()}
-    totals["capped"] = int(totals["sessions"] > SEARCH_COUNT_CAP)
+    """Page *number* of a search's *sessions*, and its count and totals, from the first
+    SEARCH_COUNT_CAP + 1 of them in the list's order: one statement, so the match runs
+    once for all three. Over the cap, `capped`: the page says "100+" and sums nothing."""
+    found = list(sessions.values_list("pk", *_SUMMED.values())[: SEARCH_COUNT_CAP + 1])
+    capped = len(found) > SEARCH_COUNT_CAP
+    found = found[:SEARCH_COUNT_CAP]
+    totals = {name: sum(row[n] for row in found) for n, name in enumerate(_SUMMED, start=1)}
+    totals.update(sessions=len(found), capped=int(capped))
     totals["kept_out"] = max(0, totals["received"] - totals["in_history"])
     paginator = Paginator(sessions, SEARCH_SESSIONS_PER_PAGE)
-    paginator.count = min(totals["sessions"], SEARCH_COUNT_CAP)
+    paginator.count = len(found)
     page = paginator.get_page(number)
     start = (page.number - 1) * SEARCH_SESSIONS_PER_PAGE
-    end = min(start + SEARCH_SESSIONS_PER_PAGE, paginator.count)  # none past the count
-    page.object_list = list(sessions[start:end]) if end > start else []
+    ids = [row[0] for row in found[start : start + SEARCH_SESSIONS_PER_PAGE]]
+    shown = Session.objects.in_bulk(ids)
+    page.object_list = [shown[pk] for pk in ids if pk in shown]
     return page, totals
 
 
@@ -97,7 +110,7 @@ def session_list(request: HttpRequest) -> HttpResponse:
     form = SessionFilterForm(request.GET)
     sessions = form.filter(Session.objects.all())
     number = min(positive_int(request.GET.get("page")), MAX_PAGE)
-    if form.query is not None and form.query.full:
+    if form.query is not None:
         page, totals = _search_page_and_totals(sessions, number)
     else:
         page, totals = _page_and_totals(sessions, number)
