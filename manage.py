@@ -8,6 +8,12 @@ import sys
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["ingest"]:
+        # An ingest that finds every recording unchanged, told before Django starts.
+        from blobviewer.ingest.quick_check import answered_before_django
+
+        if answered_before_django(sys.argv[2:]):
+            return
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "blobviewer.settings")
     from django.core.management import execute_from_command_line
 

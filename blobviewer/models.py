@@ -16,6 +16,8 @@ from django.db.models.functions import Coalesce
 from django.urls import reverse
 from django.utils import timezone
 
+from blobviewer.ingest.marks import PATH_CHARS
+
 
 class Session(models.Model):
     """One recorded agent run; `id` is the session log's own id."""
@@ -432,7 +434,7 @@ class IngestedFile(models.Model):
     its first and last bytes, what shaped the ingest (importer versions, options), and
     how many sessions came from it. A file that still matches all of it is not read again."""
 
-    path = models.CharField(max_length=1000, unique=True)
+    path = models.CharField(max_length=PATH_CHARS, unique=True)
     device = models.BigIntegerField()
     inode = models.BigIntegerField()
     size = models.BigIntegerField()

@@ -21,22 +21,15 @@ read) does not ingest it again either.
 
 from __future__ import annotations
 
-import hashlib
-import os
-import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
 
 from django.db.models import Count
 
-from blobviewer.ingest.importers import OUR_FORMAT, importer_version
-from blobviewer.ingest.importers.detect import IMPORTERS
+from blobviewer.ingest.importers import OUR_FORMAT
+from blobviewer.ingest.marks import FileMark, file_mark, path_key, prefix_digest
 from blobviewer.ingest.recording_files import ReadState
 from blobviewer.models import IngestedFile, Session
-
-EDGE = 4096  # bytes read from each end of a file for its digest
-PATH_CHARS = IngestedFile._meta.get_field("path").max_length
 
 
 class Unchanged:
@@ -55,60 +48,6 @@ class Grown:
     lines: int
 
 
-@dataclass(frozen=True)
-class FileMark:
-    device: int
-    inode: int
-    size: int
-    mtime_ns: int
-    edges: str
-
-
-def file_mark(path: Path) -> FileMark | None:
-    """What a recording file is like now; None for a folder (a conversation folder's
-    files change, not the folder), a file that is gone or cannot be read, or one whose
-    path the database cannot hold (then it is simply read every time)."""
-    if _key(path) is None:
-        return None
-    try:
-        if not stat.S_ISREG(path.stat().st_mode):
-            return None
-        with path.open("rb") as file:
-            status = os.fstat(file.fileno())
-            edges = _edges(file, status.st_size)
-    except OSError:
-        return None
-    return FileMark(status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns, edges)
-
-
-def _edges(file: BinaryIO, end: int) -> str:
-    """A digest of the first EDGE bytes of *file* and of the EDGE bytes before *end*."""
-    file.seek(0)
-    digest = hashlib.blake2b(file.read(min(EDGE, end)), digest_size=16)
-    if end > EDGE:
-        file.seek(max(EDGE, end - EDGE))
-        digest.update(file.read(end - max(EDGE, end - EDGE)))
-    return digest.hexdigest()
-
-
-def _prefix_at(path: Path, offset: int) -> str | None:
-    """_edges of *path* up to *offset*; None when it cannot be read or is shorter."""
-    try:
-        with path.open("rb") as file:
-            if os.fstat(file.fileno()).st_size < offset:
-                return None
-            return _edges(file, offset)
-    except OSError:
-        return None
-
-
-def ingest_shape(*settings: object) -> str:
-    """A digest of what shapes an ingest's result besides the file: every importer's
-    version and *settings* (the promotion policy, the caps on records and search)."""
-    versions = sorted((name, importer_version(name)) for name in [OUR_FORMAT, *IMPORTERS])
-    return hashlib.blake2b(repr((versions, settings)).encode(), digest_size=16).hexdigest()
-
-
 class Seen:
     """The marks of the recordings ingested under one *shape* (see the module). *fresh*:
     read every file (a rebuild, --force); *whole*: never resume (a copy is kept whole)."""
@@ -122,7 +61,7 @@ class Seen:
         """UNCHANGED when *path*, now *mark*, is as its last ingest left it, with every
         session that ingest made or added to still recorded; Grown when it is our own log
         and has only grown since; None when it is to be read whole."""
-        key = _key(path)
+        key = path_key(path)
         if mark is None or key is None:
             return None
         row = IngestedFile.objects.filter(path=key).first()
@@ -141,7 +80,7 @@ class Seen:
             and row.format == OUR_FORMAT
             and row.offset
             and mark.size >= row.offset
-            and _prefix_at(path, row.offset) == row.prefix
+            and prefix_digest(path, row.offset) == row.prefix
         ):
             verdict = Grown(row.offset, row.lines)
         # Last, as it costs a query: a session deleted since is made again from the file.
@@ -163,11 +102,11 @@ class Seen:
     def remember(self, path: Path, mark: FileMark | None, read: ReadState | None = None) -> None:
         """*path* was ingested without an error, as it was when *mark* was taken; *read*
         says how far a line-by-line read of our own log went."""
-        key = _key(path)
+        key = path_key(path)
         if mark is None or key is None:
             return
         # Only a line-by-line read of our own log says where it ended (open_recording).
-        prefix = _prefix_at(path, read.offset) if read is not None and read.offset else None
+        prefix = prefix_digest(path, read.offset) if read is not None and read.offset else None
         kept = read if read is not None and prefix else ReadState()
         IngestedFile.objects.update_or_create(
             path=key,
@@ -188,19 +127,8 @@ class Seen:
 
     def forget(self, path: Path) -> None:
         """Read *path* again next time, whatever it is like (its last ingest failed)."""
-        if (key := _key(path)) is not None:
+        if (key := path_key(path)) is not None:
             IngestedFile.objects.filter(path=key).delete()
-
-
-def _key(path: Path) -> str | None:
-    """*path* as the marks name it; None for a path no column can hold (not UTF-8, or
-    longer than a session's source path may be)."""
-    key = str(path)
-    try:
-        key.encode("utf-8")
-    except UnicodeEncodeError:
-        return None
-    return key if len(key) <= PATH_CHARS else None
 
 
 def _sessions_from(path: Path) -> int:

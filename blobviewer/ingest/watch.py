@@ -15,7 +15,7 @@ Folders are watched recursively; a file given by name is watched through its fol
 recursively), so an agent that replaces the file (writes a new one and renames it over
 the old) is still followed; a file named through a symbolic link, through the folder of
 what it leads to as well. The file system's notifications enter linked folders too: a
-change there is ingested only as blobviewer.ingest.recording_files.Links allows (a link
+change there is ingested only as blobviewer.ingest.finding.Links allows (a link
 that leads out of the folders given is not followed unless `--follow-links`).
 """
 
@@ -32,13 +32,13 @@ from types import FrameType
 
 import watchfiles
 
-from blobviewer.ingest.importers import folder_layout
-from blobviewer.ingest.recording_files import (
+from blobviewer.ingest.finding import (
     RECORDING_SUFFIXES,
     Links,
     never_a_recording,
     recording_paths,
 )
+from blobviewer.ingest.importers import folder_layout
 
 # watchfiles yields a batch once no change came for STEP_MS, or after DEBOUNCE_MS of
 # changes that keep coming (an agent appending a line every few milliseconds): a busy

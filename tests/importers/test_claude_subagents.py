@@ -17,9 +17,9 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
+from blobviewer.ingest.finding import recording_paths
 from blobviewer.ingest.importers import claude_code, load_recording
 from blobviewer.ingest.importers.recording import IMPORT_NAMESPACE
-from blobviewer.ingest.recording_files import recording_paths
 from blobviewer.models import IngestedFile, Item, Session
 from importers.recordings import claude_line, write_jsonl
 

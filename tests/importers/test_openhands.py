@@ -19,6 +19,7 @@ from django.core.management import CommandError, call_command
 
 from blobviewer.data_dir import blob_store
 from blobviewer.ingest.errors import IngestError
+from blobviewer.ingest.finding import recording_paths
 from blobviewer.ingest.importers import (
     Recording,
     RecordingError,
@@ -29,7 +30,6 @@ from blobviewer.ingest.importers import (
     load_runs,
     openhands,
 )
-from blobviewer.ingest.recording_files import recording_paths
 from blobviewer.ingest.sessions import ingest_file, ingest_recordings
 from blobviewer.models import IngestedFile, Item, Session
 from importers.read_back import assert_big_outputs_read_back

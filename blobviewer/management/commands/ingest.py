@@ -1,17 +1,15 @@
 """`manage.py ingest PATH...`: record sessions from session logs and other agents'
-recordings (files, or folders of them), each recognised by its content.
-
-`--agents` adds the folders where the agents blobviewer knows keep their recordings on
-this machine (blobviewer.ingest.agent_folders); `--watch` keeps running after the first pass and
-ingests each recording again as it changes (blobviewer.ingest.watch). A recording is read a
-record at a time, and a record over `--max-record` is skipped with a line that says so
-(blobviewer.ingest.importers.json_lines); a symbolic link found in a folder is followed only
-inside the folders given unless `--follow-links` (blobviewer.ingest.recording_files.Links).
-On a terminal a progress line is rewritten in place below the per-file lines
-(blobviewer.ingest.progress); piped, the output is the per-file lines and the summary only.
-Before anything is read, the database is checked (blobviewer.ingest.database_ready): the
-data directory's own SQLite database is migrated on first use, another database with
-migrations to apply is refused."""
+recordings (files, or folders of them), each recognised by its content. `--agents` adds
+the folders where the agents blobviewer knows keep their recordings on this machine
+(blobviewer.ingest.agent_folders); `--watch` keeps running after the first pass and ingests
+each recording again as it changes (blobviewer.ingest.watch). A record over `--max-record`
+is skipped with a line that says so (blobviewer.ingest.importers.json_lines); a symbolic
+link found in a folder is followed only inside the folders given unless `--follow-links`
+(blobviewer.ingest.finding.Links). On a terminal a progress line is rewritten in place
+below the per-file lines (blobviewer.ingest.progress). The database is checked first
+(blobviewer.ingest.database_ready): the data directory's own SQLite database is migrated on
+first use, another database with migrations to apply is refused. With nothing to do,
+manage.py answers before Django starts (blobviewer.ingest.quick_check)."""
 
 from __future__ import annotations
 
@@ -34,6 +32,7 @@ from blobviewer.ingest import recording_files
 from blobviewer.ingest.agent_folders import RecordingFilter, describe_search, find_agent_folders
 from blobviewer.ingest.database_ready import DatabaseNotReady, prepare_database
 from blobviewer.ingest.errors import IngestError, NotARecording, OutdatedSession, SessionPruned
+from blobviewer.ingest.finding import Links, recording_paths
 from blobviewer.ingest.importers.json_lines import (
     DEFAULT_MAX_RECORD,
     SkippedRecord,
@@ -43,12 +42,13 @@ from blobviewer.ingest.importers.json_lines import (
 from blobviewer.ingest.importers.long_lines import map_large_blocks
 from blobviewer.ingest.journal import settle_at_start
 from blobviewer.ingest.kept_recordings import keep_copies
+from blobviewer.ingest.marks import ingest_shape
 from blobviewer.ingest.options import IngestOptions
 from blobviewer.ingest.progress import PassTally, ProgressLine, Tally, Unended, is_terminal
 from blobviewer.ingest.rebuild import rebuild_targets, still_outdated
-from blobviewer.ingest.recording_files import Links, Opened, ReadState, recording_paths
+from blobviewer.ingest.recording_files import Opened, ReadState
 from blobviewer.ingest.sessions import IngestResult, ingest_recordings
-from blobviewer.ingest.unchanged import Seen, ingest_shape
+from blobviewer.ingest.unchanged import Seen
 from blobviewer.ingest.watch import WatchError, WatchRoot, follow, stop_on_signals
 from blobviewer.search.indexing import blob_bytes_limit
 from blobviewer.team.ownership import NoSuchUser, user_named
@@ -94,15 +94,12 @@ class Command(BaseCommand):
         "conversation folders; an OpenHands evaluation output is a session per run. Big "
         "tool outputs are promoted into the blob store on the way in. Idempotent: a file "
         "ingested again, or after it grew, adds only its new items. A damaged file is "
-        "reported as path:line: message and skipped; the others are still ingested. A "
-        "session recorded by an older importer version gets nothing appended until "
-        "`ingest --rebuild` re-derives it. On the data directory's own SQLite database, "
-        "migrations are applied first; a DATABASE_URL database must be migrated with "
-        "`manage.py migrate`."
+        "reported as path:line: message and skipped. A session recorded by an older "
+        "importer version gets nothing appended until `ingest --rebuild` re-derives it. "
+        "The data directory's SQLite database is migrated first; a DATABASE_URL one "
+        "must be migrated with `manage.py migrate`."
     )
-    # The site's checks (its URLs, views and admin loaded) are the server's concern: an
-    # ingest of unchanged files would spend a sixth of its time on them.
-    requires_system_checks: list[str] = []
+    requires_system_checks: list[str] = []  # the site's (URLs, views, admin): the server's
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("paths", nargs="*", type=Path, metavar="PATH")

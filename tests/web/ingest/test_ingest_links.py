@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from django.core.management import call_command
 
-from blobviewer.ingest.recording_files import Links, recording_paths
+from blobviewer.ingest.finding import Links, recording_paths
 from blobviewer.ingest.watch import WatchRoot, recordings_changed
 from blobviewer.models import Session
 from web.ingest_process import Watching, run_ingest, wait_until

@@ -22,7 +22,8 @@ from blobviewer.ingest.importers.json_lines import (
     HEADER_BLOCK,
     RecordingText,
 )
-from blobviewer.ingest.unchanged import Seen, file_mark
+from blobviewer.ingest.marks import file_mark
+from blobviewer.ingest.unchanged import Seen
 from blobviewer.models import IngestedFile, Item, Session
 from importers.recordings import CLAUDE_CODE, FIXTURES
 from web.records import header, user_item
