@@ -23,7 +23,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import connection
-from django.db.models import F, Func, IntegerField, OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models import (
+    F,
+    Func,
+    IntegerField,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    TextField,
+    Value,
+)
 from django.db.models.expressions import RawSQL
 from django.db.models.functions import Coalesce, Collate, Lower
 from django.db.models.lookups import IsNull
@@ -73,12 +83,19 @@ def matching_chunks(query: SearchQuery, *, from_index: bool = False) -> QuerySet
 
     Narrowed by the caller to a few sessions or blobs, the chunks are found by those and
     each is checked against the index's answer, so the work grows with what is asked for,
-    not with the corpus (see session_filter). *from_index*: the index's answer is walked
-    instead (SQLite), for a query it lists few chunks for."""
+    not with the corpus (see session_filter). *from_index*: the chunks are found from the
+    index instead, for a query it lists few chunks for."""
     chunks = _searched_chunks()
     if connection.vendor != "sqlite":
-        # LIKE '%…%' on the folded text; pg_trgm's GIN index on it finds the candidates.
-        return chunks.filter(searched__contains=query.folded)
+        # LIKE '%…%' on the folded text: from pg_trgm's GIN index on it, or (an expression
+        # the index does not serve) on the chunks the caller asked for, whatever the
+        # planner's estimates (a stale one had it read the index's answer per session).
+        if from_index:
+            return chunks.filter(searched__contains=query.folded)
+        unindexed = Func(
+            F("searched"), template="(%(expressions)s || '')", output_field=TextField()
+        )
+        return chunks.alias(walked=unindexed).filter(walked__contains=query.folded)
     # The chunks that hold every trigram of the query (the tokenizer keeps case; both sides
     # are folded), then those whose folded text holds the query itself. The index's answer
     # is a list SQLite makes once a statement; `+id` keeps SQLite from walking that list (a
@@ -130,7 +147,7 @@ def _few_chunks(query: SearchQuery) -> bool:
     if connection.vendor == "sqlite":
         sql, params = f"{_index_answer(query).sql} LIMIT {FEW_CHUNKS + 1}", []
     else:
-        first = matching_chunks(query).order_by().values("pk")[: FEW_CHUNKS + 1]
+        first = matching_chunks(query, from_index=True).order_by().values("pk")[: FEW_CHUNKS + 1]
         sql, params = first.query.sql_with_params()
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT count(*) FROM ({sql}) AS listed", params)
