@@ -18,6 +18,9 @@ from blobviewer.ingest.importers.detect import IMPORTERS
 
 EDGE = 4096  # bytes read from each end of a file for its digest
 PATH_CHARS = 1000  # the longest path a mark is kept for (IngestedFile.path)
+# How much of a blob's text search indexes unless BLOBVIEWER_SEARCH_BLOB_BYTES says: part
+# of an ingest's shape (blobviewer.search.indexing).
+DEFAULT_BLOB_BYTES = 4 * 1024 * 1024
 
 
 @dataclass(frozen=True)

@@ -26,13 +26,12 @@ from typing import TextIO
 from blobviewer.ingest.agent_folders import RecordingFilter, describe_search, find_agent_folders
 from blobviewer.ingest.finding import Links, recording_paths
 from blobviewer.ingest.importers.json_lines import DEFAULT_MAX_RECORD
-from blobviewer.ingest.marks import file_mark, ingest_shape, path_key
+from blobviewer.ingest.marks import DEFAULT_BLOB_BYTES, file_mark, ingest_shape, path_key
 from core.agent.policy import DEFAULT_POLICY
 
 BASE_DIR = Path(__file__).resolve().parents[2]
 # Settings that change what an ingest stores or where: any of them set, Django decides.
 _SHAPING = ("DATABASE_URL", "BLOBVIEWER_BLOBS", "BLOBVIEWER_SEARCH_BLOB_BYTES")
-DEFAULT_BLOB_BYTES = 4 * 1024 * 1024  # BLOBVIEWER_SEARCH_BLOB_BYTES's default (settings.py)
 # The apps with migrations, and where their migrations are (their packages, not imported).
 _MIGRATED = {
     "blobviewer": ("blobviewer", "migrations"),
@@ -54,7 +53,7 @@ def answered_before_django(args: list[str], *, out: TextIO = sys.stdout) -> bool
         return False
     if os.environ.get("DJANGO_SETTINGS_MODULE", "blobviewer.settings") != "blobviewer.settings":
         return False
-    if any(os.environ.get(name, "").strip() for name in _SHAPING):
+    if any(os.environ.get(name, "").strip() for name in _SHAPING) or not _debug_or_keyed():
         return False
     data = Path(os.environ.get("BLOBVIEWER_DATA") or BASE_DIR / "data").resolve()
     database = data / "db.sqlite3"
@@ -93,12 +92,24 @@ def answered_before_django(args: list[str], *, out: TextIO = sys.stdout) -> bool
     return True
 
 
+def _debug_or_keyed() -> bool:
+    """Whether settings would load as far as DEBUG and SECRET_KEY go: DEBUG on (the
+    default), or off with a SECRET_KEY (else Django refuses to start, and says why)."""
+    debug = os.environ.get("DEBUG", "").strip().lower()
+    if debug in ("", "1", "true", "yes", "on"):
+        return True
+    return debug in ("0", "false", "no", "off") and bool(os.environ.get("SECRET_KEY"))
+
+
 def _journals_left(folder: Path) -> bool:
-    """Whether an ingest that was killed (or is running) left a journal to settle."""
+    """Whether an ingest that was killed (or is running) left a journal to settle, or the
+    folder cannot be listed (the command says so)."""
     try:
         return any(entry.is_file() for entry in os.scandir(folder))
     except FileNotFoundError:
         return False
+    except OSError:
+        return True
 
 
 def _all_unchanged(database: Path, files: list[Path], shape: str) -> bool:

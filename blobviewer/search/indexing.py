@@ -27,6 +27,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from blobviewer.bulk_insert import claim_rows, insert_rows
+from blobviewer.ingest.marks import DEFAULT_BLOB_BYTES
 from blobviewer.models import Blob, BlobRef, Item, SearchChunk, SearchedBlob, Session
 from blobviewer.search.folding import folded_copy, storable
 from blobviewer.search.queries import MAX_QUERY_CHARS
@@ -38,7 +39,6 @@ CHUNK_CHARS = 64 * 1024
 # A folded query is at most 3 characters per character typed (e.g. "ΐ" folds to three);
 # a chunk reaches this far into the next one so any match lies wholly inside one chunk.
 OVERLAP_CHARS = 4 * MAX_QUERY_CHARS
-DEFAULT_BLOB_BYTES = 4 * 1024 * 1024
 
 _IDS = 500  # ids per query (both databases take far more parameters)
 

@@ -109,8 +109,10 @@ def matching_chunks(query: SearchQuery, *, from_index: bool = False) -> QuerySet
     return chunks.alias(holds=holds).filter(holds__gt=0)
 
 
-# SQLite: the index's answer to the query in use, kept for the statements that follow.
+# SQLite: the index's answer to the query in use, kept for the statements that follow,
+# and which query that is (one row: the SearchQuery's token).
 FOUND_TABLE = "blobviewer_search_found"
+FOR_TABLE = "blobviewer_search_found_for"
 
 
 def _index_answer(query: SearchQuery) -> RawSQL:
@@ -118,21 +120,23 @@ def _index_answer(query: SearchQuery) -> RawSQL:
 
     The index is asked once a query: its answer goes into a temporary table (this
     connection's own) that the page, its count and its places all read, rather than each
-    statement making the list again (its cost grows with the corpus)."""
-    connection.ensure_connection()
-    raw = connection.connection  # the temporary table lives as long as this connection
-    if getattr(connection, "_search_found", None) != (raw, query.token):
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"CREATE TEMP TABLE IF NOT EXISTS {FOUND_TABLE} (id INTEGER PRIMARY KEY)"
-            )
+    statement making the list again (its cost grows with the corpus). The table says whose
+    answer it holds in the same transaction, so a rollback that takes the answer back
+    takes that back too and the next use asks again. One query at a time: statements of
+    another SearchQuery made before this one filled the table would read this answer."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"CREATE TEMP TABLE IF NOT EXISTS {FOUND_TABLE} (id INTEGER PRIMARY KEY)")
+        cursor.execute(f"CREATE TEMP TABLE IF NOT EXISTS {FOR_TABLE} (token INTEGER)")
+        cursor.execute(f"SELECT token FROM temp.{FOR_TABLE}")
+        if cursor.fetchone() != (query.token,):
             cursor.execute(f"DELETE FROM temp.{FOUND_TABLE}")
+            cursor.execute(f"DELETE FROM temp.{FOR_TABLE}")
+            cursor.execute(f"INSERT INTO temp.{FOR_TABLE} (token) VALUES (%s)", [query.token])
             cursor.execute(
                 f"INSERT INTO temp.{FOUND_TABLE} "
                 f"SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH %s",
                 [trigrams(query)],
             )
-        connection._search_found = (raw, query.token)
     return RawSQL(f"SELECT id FROM temp.{FOUND_TABLE}", [])
 
 
@@ -260,7 +264,7 @@ def session_places(query: SearchQuery, session_ids: Sequence[uuid.UUID]) -> dict
         *matching.filter(session_id__in=session_ids, item__isnull=False).values_list(*columns),
         # The blobs as a list of ids: as a subquery, PostgreSQL would rather read every
         # blob's chunks in order than look each of these few up.
-        *matching.filter(blob_id__in=list(refs.values_list("blob_id", flat=True))).values_list(
+        *matching.filter(blob_id__in=_listed(refs.values_list("blob_id", flat=True))).values_list(
             *columns
         ),
     ]
@@ -293,6 +297,17 @@ def session_places(query: SearchQuery, session_ids: Sequence[uuid.UUID]) -> dict
     for found in places.values():
         found.sort(key=lambda place: place.sort_key)
     return places
+
+
+# Up to this many ids go to the database as a list (each a parameter); more, as the
+# subquery they came from (both databases cap a statement's parameters).
+_LISTED_IDS = 1_000
+
+
+def _listed(ids: QuerySet[Any, Any]) -> QuerySet[Any, Any] | list[Any]:
+    """*ids* (a values_list query) as a list of distinct ids, when they are few."""
+    found = list(ids.order_by().distinct()[: _LISTED_IDS + 1])
+    return ids if len(found) > _LISTED_IDS else found
 
 
 @dataclass(frozen=True, slots=True)

@@ -133,3 +133,33 @@ def test_a_setting_that_shapes_the_ingest_is_left_to_django(setup, monkeypatch, 
 def test_a_path_that_is_not_there_is_the_commands_to_report(setup, tmp_path):
     folder, _ = setup
     assert ask(str(folder), str(tmp_path / "missing.jsonl")) == (False, "")
+
+
+def test_what_it_copies_of_the_settings_and_apps_is_what_django_has():
+    from django.conf import settings
+    from django.db.migrations.loader import MigrationLoader
+
+    from blobviewer.ingest import quick_check
+    from blobviewer.ingest.marks import DEFAULT_BLOB_BYTES
+    from blobviewer.search.indexing import blob_bytes_limit
+
+    loader = MigrationLoader(None, ignore_no_migrations=True)  # from the files alone
+    assert set(quick_check._MIGRATED) == set(loader.migrated_apps)
+    if "BLOBVIEWER_SEARCH_BLOB_BYTES" not in os.environ:
+        assert blob_bytes_limit() == settings.BLOBVIEWER_SEARCH_BLOB_BYTES == DEFAULT_BLOB_BYTES
+
+
+def test_django_refusing_to_start_is_left_to_django(setup, monkeypatch):
+    folder, _ = setup
+    monkeypatch.setenv("DEBUG", "false")
+    monkeypatch.delenv("SECRET_KEY", raising=False)
+    assert ask(str(folder)) == (False, "")
+    monkeypatch.setenv("SECRET_KEY", "a-key-for-the-test")
+    assert ask(str(folder))[0]
+
+
+def test_a_journal_folder_it_cannot_list_is_the_commands_to_report(setup):
+    folder, data = setup
+    shutil.rmtree(data / "ingest-journal", ignore_errors=True)
+    (data / "ingest-journal").write_text("not a folder")
+    assert ask(str(folder)) == (False, "")

@@ -193,3 +193,26 @@ def test_the_lean_index_migration_keeps_what_was_indexed_both_ways():
     assert found() == set(ids)
     if connection.vendor == "sqlite":
         assert "detail=none" in _index_definition()
+
+
+def test_a_rolled_back_answer_is_asked_for_again_not_another_querys_used():
+    """SQLite keeps the index's answer in a temporary table, which a rollback restores."""
+    from django.db import transaction
+
+    walrus, okapi = record_runs(1, word="walrus"), record_runs(1, word="okapi")
+
+    def found(query) -> set[uuid.UUID]:
+        return set(Session.objects.filter(session_filter(query)).values_list("pk", flat=True))
+
+    first = parse_query("walrus not")
+    assert found(first) == set(walrus)
+    second = parse_query("okapi not")
+    try:
+        with transaction.atomic():
+            assert found(second) == set(okapi)  # the table now holds okapi's answer
+            raise RuntimeError("roll back")
+    except RuntimeError:
+        pass
+    # The rollback brought walrus's answer back with its owner: okapi's is asked again.
+    assert found(second) == set(okapi)
+    assert found(first) == set(walrus)
