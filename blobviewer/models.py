@@ -403,7 +403,10 @@ class SearchChunk(models.Model):
     folded = models.TextField(null=True)
 
     class Meta:
-        indexes = [models.Index(fields=["source"], name="searchchunk_source")]
+        # Titles: all of them (a short query searches titles only), and one session's
+        # (each ingest checks it). On source alone, SQLite took that index for the latter
+        # too, and read every session's title each ingest: ingest slowed as sessions grew.
+        indexes = [models.Index(fields=["source", "session"], name="searchchunk_source_session")]
 
     def __str__(self) -> str:
         return f"{self.source} chunk at {self.start}"

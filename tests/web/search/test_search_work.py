@@ -220,3 +220,14 @@ def test_a_rolled_back_answer_is_asked_for_again_not_another_querys_used():
     # The rollback brought walrus's answer back with its owner: okapi's is asked again.
     assert found(second) == set(okapi)
     assert found(first) == set(walrus)
+
+
+def test_an_ingest_checks_its_sessions_title_without_reading_every_title():
+    """Each ingest compares a session's title chunk with its title: looked up by both the
+    source and the session, not by the source alone (every session's title, so that ingest
+    slowed as sessions grew)."""
+    ids = record_runs(2, word="walrus")
+    titles = queries.SearchChunk.objects.filter(session_id=ids[0], source="title")
+    plan = _plan(titles)
+    assert "searchchunk_source_session" in plan
+    assert list(titles.values_list("text", flat=True)) == ["run 0"]
