@@ -140,3 +140,15 @@ class PassTally(Tally):
         if self.runs:
             notes += f", {self.runs_ingested} of {self.runs} evaluation runs"
         return notes
+
+    @staticmethod
+    def unchanged_line(prefix: str, path: Path) -> str:
+        """The line of a file not read: as its last ingest left it."""
+        return f"{prefix}{path}: unchanged since its last ingest"
+
+    def summary(self, files: int, seconds: float) -> str:
+        """The line that ends a pass over *files* files that took *seconds*."""
+        return (
+            f"{self.ingested} of {files} files ingested{self.notes()}, "
+            f"{self.new_items} new items, in {seconds:.1f}s"
+        )

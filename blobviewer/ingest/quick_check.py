@@ -27,6 +27,7 @@ from blobviewer.ingest.agent_folders import RecordingFilter, describe_search, fi
 from blobviewer.ingest.finding import Links, recording_paths
 from blobviewer.ingest.importers.json_lines import DEFAULT_MAX_RECORD
 from blobviewer.ingest.marks import DEFAULT_BLOB_BYTES, file_mark, ingest_shape, path_key
+from blobviewer.ingest.progress import PassTally
 from core.agent.policy import DEFAULT_POLICY
 
 BASE_DIR = Path(__file__).resolve().parents[2]
@@ -81,12 +82,9 @@ def answered_before_django(args: list[str], *, out: TextIO = sys.stdout) -> bool
         return False  # an older schema, a locked or damaged file: the command will say
     if not out.isatty():  # on a terminal, the command's progress line counts these
         for number, (path, _) in enumerate(files, start=1):
-            lines.append(f"[{number}/{len(files)}] {path}: unchanged since its last ingest")
-    notes = f" ({len(files)} unchanged, not read)" if files else ""
-    lines.append(
-        f"{len(files)} of {len(files)} files ingested{notes}, 0 new items, "
-        f"in {time.monotonic() - started:.1f}s"
-    )
+            lines.append(PassTally.unchanged_line(f"[{number}/{len(files)}] ", path))
+    tally = PassTally(ingested=len(files), unchanged=len(files))
+    lines.append(tally.summary(len(files), time.monotonic() - started))
     out.write("".join(f"{line}\n" for line in lines))
     out.flush()
     return True

@@ -38,17 +38,18 @@ _ITEM_FRAGMENTS = {
 }
 
 
-# The totals row of the list, over every matching session: window functions over the
-# page's own statement, so a search's match runs once for the page and its totals.
-_TOTALS = {
-    "sessions": Count("pk"),
-    "items": Sum("item_count"),
-    "steps": Sum("step_count"),
-    "errors": Sum("error_count"),
-    "blobs": Sum("blob_count"),
-    "received": Sum("output_bytes_received"),
-    "in_history": Sum("output_bytes_in_history"),
+# The columns the totals row sums, by the names the template gives them.
+_SUMMED = {
+    "items": "item_count",
+    "steps": "step_count",
+    "errors": "error_count",
+    "blobs": "blob_count",
+    "received": "output_bytes_received",
+    "in_history": "output_bytes_in_history",
 }
+# The totals row of the list, over every matching session: window functions over the
+# page's own statement, so the page and its totals are one statement.
+_TOTALS = {"sessions": Count("pk"), **{name: Sum(column) for name, column in _SUMMED.items()}}
 
 
 def _page_and_totals(sessions: QuerySet[Session], number: int) -> tuple[Page, dict[str, int]]:
@@ -70,17 +71,6 @@ def _page_and_totals(sessions: QuerySet[Session], number: int) -> tuple[Page, di
         return _page_and_totals(sessions, page.number)
     page.object_list = rows
     return page, totals
-
-
-# The columns the totals row sums, by their names in _TOTALS (sessions aside).
-_SUMMED = {
-    "items": "item_count",
-    "steps": "step_count",
-    "errors": "error_count",
-    "blobs": "blob_count",
-    "received": "output_bytes_received",
-    "in_history": "output_bytes_in_history",
-}
 
 
 def _search_page_and_totals(

@@ -293,10 +293,7 @@ class Command(BaseCommand):
             self._progress = None
         for line in before_summary():
             self.stdout.write(line)
-        self.stdout.write(
-            f"{tally.ingested} of {len(files)} files ingested{tally.notes()}, "
-            f"{tally.new_items} new items, in {time.monotonic() - started:.1f}s"
-        )
+        self.stdout.write(tally.summary(len(files), time.monotonic() - started))
         return tally
 
     def _in_turn(
@@ -319,7 +316,7 @@ class Command(BaseCommand):
             if state is None:
                 tally.ingested += 1
                 tally.unchanged += 1
-                self._say(f"{prefix}{path}: unchanged since its last ingest", quiet=True)
+                self._say(PassTally.unchanged_line(prefix, path), quiet=True)
             else:
                 failed = tally.failed
                 self._ingest(path, named, prefix, tally, run, said, state)
