@@ -445,13 +445,16 @@ class IngestedFile(models.Model):
     edges = models.CharField(max_length=64)  # digest of the first and last EDGE bytes
     shape = models.CharField(max_length=64)
     sessions = models.PositiveIntegerField()
-    # Our own log, read a line at a time: where its last whole line ended (offset, line
-    # count) and a digest of the first EDGE bytes and the EDGE bytes before that offset, so
-    # a log that has only grown since is read from there on.
+    # A JSON Lines recording read a line at a time (our own log, Claude Code, Codex):
+    # where its last whole line ended (offset, line count) and a digest of the first EDGE
+    # bytes and the EDGE bytes before that offset, so a file that has only grown since is
+    # read from there on; for another agent's recording, what its importer carries over
+    # to that read (importers.recording.Carried).
     format = models.CharField(max_length=50, blank=True)
     offset = models.BigIntegerField(default=0)
     lines = models.BigIntegerField(default=0)
     prefix = models.CharField(max_length=64, blank=True)
+    carry = models.JSONField(null=True, blank=True)
     ingested_at = models.DateTimeField(auto_now=True)
 
     def __str__(self) -> str:

@@ -29,6 +29,12 @@ class IngestError(Exception):
         super().__init__(f"{where}: {message}" + (f" ({detail})" if detail else ""))
 
 
+class NotResumable(Exception):
+    """A read that resumed where the last ingest of a grown recording ended does not fit
+    the session as recorded (a line repeated from before, or a session emptied since):
+    nothing was written, and the file is to be read whole."""
+
+
 class NotARecording(IngestError):
     """The file is in no format blobviewer reads (a folder scan skips such files)."""
 

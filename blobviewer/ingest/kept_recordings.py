@@ -30,11 +30,14 @@ import tarfile
 import uuid
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from blobviewer.catalog.session_logs import KeptRecordings, RecordingCopy, session_logs
+from blobviewer.ingest.errors import IngestError
 from blobviewer.ingest.importers import OUR_FORMAT
 from blobviewer.ingest.recording_files import Opened
 from blobviewer.ingest.sessions import IngestResult
+from core.store.errors import BlobStoreError
 
 
 def keep_copies(
@@ -71,6 +74,29 @@ def keep_copies(
         if _keep(copies, result, source_format, data, name=path.name, layout=layout):
             written.append(copies.location(result.session_id, source_format))
     return written
+
+
+def kept_outcomes(
+    copies: KeptRecordings, path: Path, opened: Opened, outcomes: list[tuple[str, Any]]
+) -> list[tuple[str, Any]]:
+    """keep_copies of the sessions *outcomes* (ingest_recordings') say were ingested;
+    a copy that cannot be kept turns the sessions' outcomes into errors (ingested, but
+    not re-derivable from another host)."""
+    results = [outcome for _, outcome in outcomes if isinstance(outcome, IngestResult)]
+    try:
+        keep_copies(copies, path, opened, results)
+    except (OSError, BlobStoreError) as error:
+        failed = IngestError(
+            str(path),
+            None,
+            "ingested, but its copy could not be kept in the object store (a rebuild "
+            f"from another host will not find it; ingest it again): {error}",
+        )
+        return [
+            (label, failed if isinstance(outcome, IngestResult) else outcome)
+            for label, outcome in outcomes
+        ]
+    return outcomes
 
 
 def _keep(

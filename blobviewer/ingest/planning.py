@@ -20,7 +20,13 @@ from typing import Any
 from django.db import connection
 from django.db.models import Model
 
-from blobviewer.ingest.errors import IngestError, OutdatedSession, SessionPruned, owned_by_another
+from blobviewer.ingest.errors import (
+    IngestError,
+    NotResumable,
+    OutdatedSession,
+    SessionPruned,
+    owned_by_another,
+)
 from blobviewer.ingest.importers import OUR_FORMAT
 from blobviewer.ingest.options import IngestOptions
 from blobviewer.ingest.rows import TOKEN_FIELDS, promoted_blob_id, stored_tokens
@@ -159,6 +165,7 @@ def plan_ingest(
     version: int,
     recorded: bool,
     options: IngestOptions,
+    earlier: Records | None = None,
 ) -> IngestPlan:
     """What to do with *records* (with their digests, see rows.with_digests): after
     checking that they continue that session rather than being another recording that
@@ -166,9 +173,13 @@ def plan_ingest(
     its importer version is *version* (else OutdatedSession, unless a rebuild re-derives
     it). The messages name no server path (the upload API passes them on): where the
     session was recorded from is in the detail. *recorded* False: a query just found no
-    session row with the id (no need to look again)."""
+    session row with the id (no need to look again). *earlier* (a read that resumed, see
+    Recording.earlier): *records* are only what the new lines add; raises NotResumable
+    when they do not fit the session as recorded."""
     existing = _existing(session_id) if recorded else None
     if existing is None:
+        if earlier is not None:
+            raise NotResumable(f"{source_path}: session {session_id} is not recorded")
         return IngestPlan(new=list(records), first=True, new_session=True)
     recorded_from = f"recorded from {existing['source_path']}" if existing["source_path"] else ""
     owner = options.owner
@@ -183,6 +194,8 @@ def plan_ingest(
             detail=recorded_from,
         )
     rows = _recorded_rows(session_id)
+    if earlier is not None and not rows and (earlier or records and records[0]["seq"] != 1):
+        raise NotResumable(f"{source_path}: session {session_id} has no items to go on from")
     if not rows:  # a session not filled in yet (an upload's claim): anything goes in
         return IngestPlan(new=list(records), kept_created_at=existing["created_at"], first=True)
     differs = partial(_differs, session_id, source_path, recorded_from)
@@ -197,7 +210,10 @@ def plan_ingest(
         return _with_old_blobs(replace(plan, kept_created_at=kept))
     if recorded_version != version:
         raise OutdatedSession(source_path, session_id, source_format, recorded_version, version)
-    plan = (_authored_plan if authored else _grown_plan)(records, rows, differs)
+    if earlier is not None:
+        plan = _resumed_plan(records, earlier, rows, source_path)
+    else:
+        plan = (_authored_plan if authored else _grown_plan)(records, rows, differs)
     return replace(plan, kept_created_at=existing["created_at"])
 
 
@@ -270,12 +286,36 @@ def _grown_plan(
     return IngestPlan(
         new=_numbered(new, after=max(row.seq for row in rows)),
         grown_tokens=_grown_tokens(records[:known], by_digest, "digest"),
-        failed_since=[
-            row.pk
-            for record in records[:known]
-            if record.get("is_error") is True and not (row := by_digest[record["digest"]]).is_error
-        ],
+        failed_since=_failed_since(records[:known], by_digest),
     )
+
+
+def _resumed_plan(
+    records: Records, earlier: Records, rows: list[RecordedRow], source_path: str
+) -> IngestPlan:
+    """Another agent's recording read on from where its last ingest ended: *records* are
+    all new, *earlier* the recorded items the new lines changed (the same plan as
+    _grown_plan's for the whole file)."""
+    by_digest = {row.digest: row for row in rows}
+    if any(record["digest"] in by_digest for record in records) or any(
+        record["digest"] not in by_digest for record in earlier
+    ):
+        raise NotResumable(f"{source_path}: the new lines do not go on from the recorded items")
+    return IngestPlan(
+        new=_numbered(records, after=max(row.seq for row in rows)),
+        grown_tokens=_grown_tokens(earlier, by_digest, "digest"),
+        failed_since=_failed_since(earlier, by_digest),
+    )
+
+
+def _failed_since(records: Records, recorded: Mapping[str, RecordedRow]) -> list[int]:
+    """The pks of the recorded items that *records* (each recorded) now say failed."""
+    failed = {
+        row.pk
+        for record in records
+        if record.get("is_error") is True and not (row := recorded[record["digest"]]).is_error
+    }
+    return sorted(failed)
 
 
 def _rebuild_plan(

@@ -9,9 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from blobviewer.ingest.errors import IngestError, NotARecording
+from blobviewer.ingest.errors import IngestError, NotARecording, NotResumable
 from blobviewer.ingest.importers import (
     OUR_FORMAT,
+    RESUMABLE,
     Recording,
     RecordingError,
     UnknownFormat,
@@ -53,14 +54,29 @@ class Opened:
 @dataclass
 class ReadState:
     """Where a read of a recording began and ended, for reading only what it adds once it
-    grows (blobviewer.ingest.unchanged). *resume*: (offset, lines) to go on from after our
-    own log's header line, or None to read it all. After the read: its format, and the
-    offset and line count after its last whole line (0 for a format read whole)."""
+    grows (blobviewer.ingest.unchanged). *resume*: (offset, lines) to go on from after the
+    file's first line, or None to read it all; *carry*: what the read that ended there
+    carried over (another agent's recording: Recording.carry). After the read: its
+    format, the offset and line count after its last whole line (0 for a read that
+    cannot be resumed: a format read whole) and its carry."""
 
     resume: tuple[int, int] | None = None
+    carry: dict[str, Any] | None = None
     format: str = ""
     offset: int = 0
     lines: int = 0
+
+    def ended(self, opened: Opened, text: RecordingText) -> None:
+        """The read of *text* ended: note where, if a read of the grown file can go on."""
+        recording = opened.recording
+        self.format = opened.kind
+        self.carry = recording.carry if recording is not None else None
+        resumable = opened.kind == OUR_FORMAT or (self.carry is not None and not text.taken_torn)
+        self.offset, self.lines = text.consumed if resumable else (0, 0)
+
+    def whole(self) -> None:
+        """Read the file whole after all (see NotResumable)."""
+        self.resume = self.carry = None
 
 
 def open_recording(
@@ -81,15 +97,15 @@ def open_recording(
             recording = load_folder(path)
             return Opened(recording.format, recording=recording)
         resume = state.resume if state is not None else None
+        carry = state.carry if state is not None else None
         with RecordingText.open(path, max_record=max_record, resume=resume) as text:
             try:
-                opened = _opened(path, text)
+                opened = _opened(path, text, carry)
             finally:
                 if skipped is not None:
                     skipped.extend(text.skipped)
-            if state is not None and opened.kind == OUR_FORMAT:
-                state.format = opened.kind
-                state.offset, state.lines = text.consumed
+            if state is not None:
+                state.ended(opened, text)
             return opened
     except UnknownFormat as error:
         raise NotARecording(str(path), error.line, error.message) from None
@@ -99,12 +115,14 @@ def open_recording(
         raise IngestError(str(path), error.line or None, error.message) from None
 
 
-def _opened(path: Path, text: RecordingText) -> Opened:
+def _opened(path: Path, text: RecordingText, carry: dict[str, Any] | None) -> Opened:
     kind, document = sniff(path, text)
+    if text.resume is not None and kind != OUR_FORMAT and (carry is None or kind not in RESUMABLE):
+        raise NotResumable(f"{path}: a {kind} recording is read whole")
     if holds_runs(kind, document):
         return Opened(kind, runs=load_runs(path, text))
     if kind != OUR_FORMAT:
-        return Opened(kind, recording=load_sniffed(path, text, kind, document))
+        return Opened(kind, recording=load_sniffed(path, text, kind, document, carry))
     return Opened(kind, log=read_our_log(path, text))
 
 

@@ -140,6 +140,7 @@ def _ingest_one(
         store=store,
         source_format=source_format,
         options=options,
+        earlier=session.earlier if isinstance(session, Recording) else None,
     )
     if isinstance(session, SessionLog) and session.torn_tail:
         result = replace(result, torn_tail=True)
@@ -155,6 +156,7 @@ def ingest_session(
     source_format: str = OUR_FORMAT,
     version: int | None = None,
     options: IngestOptions = DEFAULT_OPTIONS,
+    earlier: Sequence[Mapping[str, Any]] | None = None,
 ) -> IngestResult:
     """Upsert a session and add the records it does not have yet, atomically.
 
@@ -187,6 +189,11 @@ def ingest_session(
     with the options' force its tombstone goes (with the transaction) and it is ingested
     again.
 
+    *earlier*: the records come from a read that resumed where the last ingest of a
+    grown recording ended (Recording.earlier): they are only what its new lines add, and
+    *earlier* the recorded items those lines change. NotResumable is raised, and nothing
+    written, when they do not go on from the session as recorded.
+
     Another ingest of the same session (another file of it, an upload, another process)
     may commit between the plan and this transaction: its rows then conflict with these,
     nothing of this try is kept, and the ingest is planned again from what that one wrote
@@ -194,7 +201,7 @@ def ingest_session(
     """
     if version is None:
         version = importer_version(source_format)
-    source = _Source(source_path, source_format, version)
+    source = _Source(source_path, source_format, version, earlier)
     tries = 1 if connection.in_atomic_block else _TRIES
     for attempt in range(1, tries + 1):
         try:
@@ -242,6 +249,7 @@ class _Source:
     path: str
     format: str
     version: int
+    earlier: Sequence[Mapping[str, Any]] | None = None  # see ingest_session
 
 
 def _ingest_once(
@@ -310,6 +318,7 @@ def _plan(
         version=source.version,
         recorded=recorded,
         options=options,
+        earlier=None if source.earlier is None else with_digests(source.earlier, source.format),
     )
     return session_id, plan
 

@@ -8,10 +8,13 @@ decide what is stored) and how many sessions came from it. The next ingest skips
 when all of that still holds and those sessions are all still there: a stat, one small
 read and two queries, instead of parsing it again.
 
-Our own session log is read a line at a time, and its records do not depend on each
-other: its row also keeps where its last whole line ended and a digest of what came
-before that point (*prefix*), so a log that has only grown since (the same inode, that
-prefix unchanged) is read from there on: its header line, then only the new lines.
+A JSON Lines recording read a line at a time (our own session log, Claude Code, Codex)
+also keeps where its last whole line ended and a digest of what came before that point
+(*prefix*), so a file that has only grown since (the same inode, that prefix unchanged)
+is read from there on: its first line, then only the new lines. Our log's records do not
+depend on each other; another agent's do (a result names its call, later lines add to a
+message's tokens), so its importer's state after that line is kept too, as the carry the
+resumed read starts from (importers.recording.Carried).
 
 Take the mark *before* reading the file: a write during the ingest then makes the next
 mark differ, and the file is read again. `ingest --watch` uses the same marks, so a
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from django.db.models import Count
 
@@ -41,11 +45,12 @@ UNCHANGED = Unchanged()
 
 @dataclass(frozen=True)
 class Grown:
-    """The verdict on our own log that has only grown: read on from *offset*, the end of
-    line *lines*."""
+    """The verdict on a recording that has only grown: read on from *offset*, the end of
+    line *lines*, with what the last read carried over (None for our own log)."""
 
     offset: int
     lines: int
+    carry: dict[str, Any] | None = None
 
 
 class Seen:
@@ -59,8 +64,8 @@ class Seen:
 
     def verdict(self, path: Path, mark: FileMark | None) -> Unchanged | Grown | None:
         """UNCHANGED when *path*, now *mark*, is as its last ingest left it, with every
-        session that ingest made or added to still recorded; Grown when it is our own log
-        and has only grown since; None when it is to be read whole."""
+        session that ingest made or added to still recorded; Grown when it has only grown
+        since and its last read can be resumed; None when it is to be read whole."""
         key = path_key(path)
         if mark is None or key is None:
             return None
@@ -77,12 +82,12 @@ class Seen:
             verdict = UNCHANGED
         elif (
             same_file
-            and row.format == OUR_FORMAT
+            and (row.format == OUR_FORMAT or row.carry is not None)
             and row.offset
             and mark.size >= row.offset
             and prefix_digest(path, row.offset) == row.prefix
         ):
-            verdict = Grown(row.offset, row.lines)
+            verdict = Grown(row.offset, row.lines, row.carry)
         # Last, as it costs a query: a session deleted since is made again from the file.
         return verdict if verdict and row.sessions == _sessions_from(path) else None
 
@@ -91,21 +96,21 @@ class Seen:
 
     def plan(self, path: Path, mark: FileMark | None) -> ReadState | None:
         """How to read *path*: None when it is not to be read (unchanged), else a
-        ReadState, resuming where a grown log's last read ended."""
+        ReadState, resuming where a grown recording's last read ended."""
         verdict = None if self.fresh else self.verdict(path, mark)
         if verdict is UNCHANGED:
             return None
         if isinstance(verdict, Grown) and not self.whole:
-            return ReadState(resume=(verdict.offset, verdict.lines))
+            return ReadState(resume=(verdict.offset, verdict.lines), carry=verdict.carry)
         return ReadState()
 
     def remember(self, path: Path, mark: FileMark | None, read: ReadState | None = None) -> None:
         """*path* was ingested without an error, as it was when *mark* was taken; *read*
-        says how far a line-by-line read of our own log went."""
+        says how far a line-by-line read went, and what it carries over."""
         key = path_key(path)
         if mark is None or key is None:
             return
-        # Only a line-by-line read of our own log says where it ended (open_recording).
+        # Only a line-by-line read that can be resumed says where it ended (ReadState.ended).
         prefix = prefix_digest(path, read.offset) if read is not None and read.offset else None
         kept = read if read is not None and prefix else ReadState()
         IngestedFile.objects.update_or_create(
@@ -122,6 +127,7 @@ class Seen:
                 "offset": kept.offset,
                 "lines": kept.lines,
                 "prefix": prefix or "",
+                "carry": kept.carry,
             },
         )
 

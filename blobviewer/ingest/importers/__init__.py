@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from blobviewer.ingest.importers.detect import (
     OUR_FORMAT,
+    RESUMABLE,
     detect,
     folder_layout,
     holds_runs,
@@ -25,6 +26,7 @@ from blobviewer.ingest.importers.recording import Recording, RecordingError, Unk
 
 __all__ = [
     "OUR_FORMAT",
+    "RESUMABLE",
     "Recording",
     "RecordingError",
     "UnknownFormat",

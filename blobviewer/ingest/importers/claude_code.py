@@ -41,6 +41,7 @@ from typing import Any
 from blobviewer.ingest.importers.json_lines import RecordingText
 from blobviewer.ingest.importers.recording import (
     IMPORT_NAMESPACE,
+    Carried,
     RecordBuilder,
     Recording,
     RecordingError,
@@ -86,80 +87,141 @@ def looks_like(first: Any) -> bool:
     )
 
 
-def load(path: Path, data: bytes | RecordingText) -> Recording:
-    builder = RecordBuilder()
-    session_id = title = model = None
-    agent_id: str | None = None  # a sub-agent's log: its agent id
-    conversation_started = False
-    usage = _Usage(builder)
-    last_message: dict[str, Any] | None = None  # of the main chain
-    stop_reasons: dict[str, str] = {}  # message id -> the stop_reason a line recorded
-    for line in RecordingText.of(path, data).lines(parse=load_json_record):
-        number, entry, plain_floats = line.number, line.value, line.plain_floats
+def load(path: Path, data: bytes | RecordingText, carry: dict[str, Any] | None = None) -> Recording:
+    """The recording of a Claude Code log. With *carry* (the Recording.carry of the read
+    that ended where *data* resumes), only the lines after that read: see Carried."""
+    text = RecordingText.of(path, data)
+    reader = _Reader(path, Carried(carry))
+    known = text.resume[1] if text.resume is not None and carry is not None else 0
+    for line in text.lines(parse=load_json_record):
+        if line.number <= known:
+            continue  # the first line, read again to recognise the file
         if line.error is not None:
             if line.unterminated:
                 break  # a torn last line: the recorder was still writing
-            raise RecordingError(path, number, f"not JSON: {line.error}")
-        if not isinstance(entry, dict):
-            raise RecordingError(path, number, "each line must be a JSON object")
+            raise RecordingError(path, line.number, f"not JSON: {line.error}")
+        if not isinstance(line.value, dict):
+            raise RecordingError(path, line.number, "each line must be a JSON object")
+        reader.entry(line.number, line.value, line.plain_floats)
+    return reader.recording(resumed=carry is not None)
+
+
+class _Reader:
+    """The state of a read, line by line; what a read that resumes needs of it is its
+    carry (a message's first item, the last message's stop reason, the calls awaiting
+    their results, what the header is made of)."""
+
+    def __init__(self, path: Path, carried: Carried) -> None:
+        self.path = path
+        self.carried = carried
+        self.builder = RecordBuilder(carried)
+        self.session_id: str | None = carried.get("session_id")
+        self.title: str | None = carried.get("title")
+        self.model: str | None = carried.get("model")
+        self.agent_id: str | None = carried.get("agent_id")  # a sub-agent's log: its agent id
+        self.started: bool = carried.get("started", False)  # the first conversation line read
+        self.first_user: str | None = carried.get("first_user")  # its first line
+        self.created_at: str | None = carried.get("created_at")
+        self.usage = _Usage(self.builder)
+        for message_id, item in carried.get("messages", {}).items():
+            self.usage.first_item[message_id] = carried.restored(item)
+        # Of the main chain: the last message's id and stop_reason.
+        self.last_message: dict[str, Any] | None = carried.get("last_message")
+        self.stop_reasons: dict[str, str] = dict(carried.get("stop_reasons", {}))
+
+    def entry(self, number: int, entry: dict[str, Any], plain_floats: bool) -> None:
+        builder = self.builder
         kind = entry.get("type")
-        if kind == "summary" and title is None and isinstance(entry.get("summary"), str):
-            title = entry["summary"]
-        session_id = session_id or entry.get("sessionId")
+        if kind == "summary" and self.title is None and isinstance(entry.get("summary"), str):
+            self.title = entry["summary"]
+        self.session_id = self.session_id or entry.get("sessionId")
         message = entry.get("message")
         if kind not in ("user", "assistant", "system"):
-            continue
-        if not conversation_started:  # a sub-agent's own log opens with a sidechain line
-            conversation_started = True
+            return
+        if not self.started:  # a sub-agent's own log opens with a sidechain line
+            self.started = True
             if entry.get("isSidechain") is True and isinstance(entry.get("agentId"), str):
-                agent_id = entry["agentId"]
+                self.agent_id = entry["agentId"]
         builder.from_source(entry, plain_floats=plain_floats)
         at = iso_time(entry.get("timestamp"))
-        sidechain = entry.get("isSidechain") and agent_id is None
+        sidechain = entry.get("isSidechain") and self.agent_id is None
         extra: dict[str, Any] = {"sidechain": True if sidechain else None}
         if entry.get("isMeta"):
             extra["role"] = "meta"
         if kind == "system":
             builder.user(text_of(entry.get("content")), at=at, role="system", **extra)
-            continue
-        if not isinstance(message, dict):
-            raise RecordingError(path, number, f"a {kind} line without a message")
-        if kind == "assistant":
-            model = model or message.get("model")
-            _assistant(builder, path, number, message, at, extra)
-            usage.add(message)
+        elif not isinstance(message, dict):
+            raise RecordingError(self.path, number, f"a {kind} line without a message")
+        elif kind == "assistant":
+            self.model = self.model or message.get("model")
+            _assistant(builder, self.path, number, message, at, extra)
+            self.usage.add(message)
             message_id = message.get("id")
             if isinstance(message_id, str) and isinstance(message.get("stop_reason"), str):
-                stop_reasons.setdefault(message_id, message["stop_reason"])
+                self.stop_reasons.setdefault(message_id, message["stop_reason"])
             if not sidechain:
-                last_message = message
+                self.last_message = {"id": message_id, "stop_reason": message.get("stop_reason")}
         else:
-            _user(builder, path, number, entry, at, extra)
-    if not isinstance(session_id, str):
-        raise RecordingError(path, None, "no sessionId: not a Claude Code session")
-    first_user = next(
-        (r["text"] for r in builder.records if r["type"] == "user" and "role" not in r), ""
-    )
-    meta = None
-    if agent_id is not None:
-        parent = _uuid_text(session_id)
-        meta = {"parent_session_id": parent, "agent_id": agent_id}
-        session_id = str(uuid.uuid5(IMPORT_NAMESPACE, f"claude_code-subagent:{parent}:{agent_id}"))
-        title = title or f"Sub-agent: {first_line(first_user) or agent_id}"
-    return Recording(
-        FORMAT,
-        header(
-            session_id,
-            title=title or first_line(first_user) or path.stem,
-            model=model if isinstance(model, str) else "",
-            created_at=next((r["at"] for r in builder.records if r.get("at")), None),
-            path=path,
-            format=FORMAT,
-            meta=meta,
-            status=_status(last_message, stop_reasons),
-        ),
-        builder.records,
-    )
+            _user(builder, self.path, number, entry, at, extra)
+        record = builder.records[-1] if builder.records else {}
+        self.created_at = self.created_at or record.get("at")
+        if self.first_user is None and record.get("type") == "user" and "role" not in record:
+            self.first_user = first_line(record["text"])
+
+    def recording(self, *, resumed: bool) -> Recording:
+        session_id, title = self.session_id, self.title
+        if not isinstance(session_id, str):
+            raise RecordingError(self.path, None, "no sessionId: not a Claude Code session")
+        meta = None
+        if self.agent_id is not None:
+            parent = _uuid_text(session_id)
+            meta = {"parent_session_id": parent, "agent_id": self.agent_id}
+            session_id = str(
+                uuid.uuid5(IMPORT_NAMESPACE, f"claude_code-subagent:{parent}:{self.agent_id}")
+            )
+            title = title or f"Sub-agent: {self.first_user or self.agent_id}"
+        return Recording(
+            FORMAT,
+            header(
+                session_id,
+                title=title or self.first_user or self.path.stem,
+                model=self.model if isinstance(self.model, str) else "",
+                created_at=self.created_at,
+                path=self.path,
+                format=FORMAT,
+                meta=meta,
+                status=_status(self.last_message, self.stop_reasons),
+            ),
+            self.builder.records,
+            carry=self.carry(),
+            earlier=self.carried.earlier() if resumed else None,
+        )
+
+    def carry(self) -> dict[str, Any]:
+        # The messages whose later lines may still come: the last few (Claude Code writes
+        # a message's lines together; sub-agents' may come between them).
+        messages = list(self.usage.first_item.items())[-_CARRIED_MESSAGES:]
+        return {
+            **self.builder.carry(),
+            "session_id": self.session_id,
+            "title": self.title,
+            "model": self.model,
+            "agent_id": self.agent_id,
+            "started": self.started,
+            "first_user": self.first_user,
+            "created_at": self.created_at,
+            "messages": {key: Carried.item(record) for key, record in messages},
+            "last_message": self.last_message,
+            "stop_reasons": {
+                key: self.stop_reasons[key]
+                for key in [*(key for key, _ in messages), (self.last_message or {}).get("id")]
+                if key in self.stop_reasons
+            },
+        }
+
+
+# How many of the last API messages a carry keeps (see _Reader.carry).
+_CARRIED_MESSAGES = 16
 
 
 def _uuid_text(value: str) -> str:

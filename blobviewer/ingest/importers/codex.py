@@ -43,6 +43,7 @@ from typing import Any, TypeGuard
 
 from blobviewer.ingest.importers.json_lines import RecordingText, read_json_lines
 from blobviewer.ingest.importers.recording import (
+    Carried,
     RecordBuilder,
     Recording,
     RecordingError,
@@ -107,32 +108,70 @@ def _is_legacy_header(value: Any) -> bool:
     )
 
 
-def load(path: Path, data: bytes | RecordingText) -> Recording:
-    """The recording of a rollout (a torn last line is left for the next read)."""
+def load(path: Path, data: bytes | RecordingText, carry: dict[str, Any] | None = None) -> Recording:
+    """The recording of a rollout (a torn last line is left for the next read). With
+    *carry* (the Recording.carry of the read that ended where *data* resumes), the first
+    line and only the lines after that read: see Carried."""
     entries = read_json_lines(path, data)
     if not entries or not looks_like(entries[0][1]):
         raise RecordingError(path, 1, "not a Codex rollout: no session_meta first")
-    reader = _Rollout(path, entries)
+    reader = _Rollout(path, entries, Carried(carry))
     reader.read()
-    return reader.recording()
+    return reader.recording(resumed=carry is not None)
 
 
 class _Rollout:
-    def __init__(self, path: Path, entries: list[tuple[int, dict[str, Any]]]) -> None:
+    """The state of a read, line by line; what a read that resumes needs of it is its
+    carry (the calls awaiting their results and exits, the commands still running, the
+    response awaiting its tokens, what the header is made of)."""
+
+    def __init__(
+        self, path: Path, entries: list[tuple[int, dict[str, Any]]], carried: Carried
+    ) -> None:
         self.path = path
         self.entries = entries
+        self.carried = carried
         self.legacy = _is_legacy_header(entries[0][1])
-        self.builder = RecordBuilder()
+        self.builder = RecordBuilder(carried)
         self.meta: dict[str, Any] = entries[0][1] if self.legacy else entries[0][1]["payload"]
-        self.model = ""
-        self.prompt: str | None = None  # the first thing the user typed
-        self.status: str | None = None
+        self.model: str = carried.get("model", "")
+        # The first thing the user typed, and the first user item's text (their first
+        # lines, as the title shows them, once carried).
+        self.prompt: str | None = carried.get("prompt")
+        self.first_user: str | None = carried.get("first_user")
+        self.first_at: str | None = carried.get("first_at")
+        self.status: str | None = carried.get("status")
         # The first item of the model response being recorded: its token_count goes there.
-        self.response: dict[str, Any] | None = None
-        self.exit_codes, self.patch_results = _ends(entries)
-        self.calls: dict[str, dict[str, Any]] = {}  # call id -> the call, as recorded
+        response = carried.get("response")
+        self.response = carried.restored(response) if response is not None else None
+        exit_codes, patch_results = _ends(entries)
+        self.exit_codes = {**carried.get("exit_codes", {}), **exit_codes}
+        self.patch_results = {**carried.get("patches", {}), **patch_results}
+        # call id -> the call, as recorded; the ids of those with a result.
+        self.calls: dict[str, dict[str, Any]] = dict(carried.get("pending", {}))
+        self.answered: set[str] = set()
         # Commands still running, by the session id their polls name (see output).
-        self.running: dict[Any, _Running] = {}
+        self.running: dict[Any, _Running] = {
+            session: _Running(**{**running, "result": carried.restored(running["result"])})
+            for session, running in carried.get("running", {}).items()
+        }
+        # Results without an exit yet, whose exit a later line may report: by call id.
+        self.undecided: dict[str, dict[str, Any]] = {
+            call_id: carried.restored(item)
+            for call_id, item in carried.get("undecided", {}).items()
+        }
+        for call_id in [key for key in self.undecided if self.decided(key)]:
+            result = self.undecided.pop(call_id)
+            result["is_error"] = result["is_error"] or self.failed(call_id)
+
+    def decided(self, call_id: str) -> bool:
+        """Whether an `exec_command_end` or `patch_apply_end` reports the call's end."""
+        return call_id in self.exit_codes or call_id in self.patch_results
+
+    def failed(self, call_id: str) -> bool:
+        """Whether the call's end (see decided) says it failed."""
+        end_code = self.exit_codes.get(call_id)
+        return (end_code is not None and end_code != 0) or self.patch_results.get(call_id) is False
 
     def read(self) -> None:
         for number, entry in self.entries[1:]:
@@ -204,6 +243,7 @@ class _Rollout:
         if not isinstance(call_id, str) or not call_id:
             raise RecordingError(self.path, number, f"a {item.get('type')} without call_id")
         text, failed, exit_code = _output(item.get("output"))
+        undecided = False
         if exit_code is None:
             exit_code = _exit_code_in(text)
         if exit_code is not None:
@@ -212,16 +252,17 @@ class _Rollout:
             is_error = True
         elif failed or _STILL_RUNNING.search(text[:_HEADER_CHARS]):
             is_error = failed
-        else:
-            end_code = self.exit_codes.get(call_id)
-            is_error = (end_code is not None and end_code != 0) or (
-                self.patch_results.get(call_id) is False
-            )
+        else:  # its exit, if any, is in the events
+            is_error = self.failed(call_id)
+            undecided = not self.decided(call_id)
         call = self.calls.get(call_id, {})
+        self.answered.add(call_id)
         name, arguments = call.get("name", ""), call.get("arguments")
         note = self.poll(arguments, exit_code) if name == "write_stdin" else None
         title = call.get("title")  # the result's title is its call's (a poll's)
         self.builder.tool_result(call_id, text, is_error=is_error, at=at, note=note, title=title)
+        if undecided:
+            self.undecided[call_id] = self.builder.records[-1]
         if name != "write_stdin" and (running := _STILL_RUNNING.search(text[:_HEADER_CHARS])):
             command = _command(arguments) or name
             self.running[running.group(1)] = _Running(command, call_id, self.builder.records[-1])
@@ -289,14 +330,12 @@ class _Rollout:
 
     # --- the session ----------------------------------------------------------------
 
-    def recording(self) -> Recording:
+    def recording(self, *, resumed: bool) -> Recording:
         raw_id = self.meta.get("id")
         if not isinstance(raw_id, str) or not raw_id:
             raise RecordingError(self.path, 1, "the rollout's first line has no session id")
         records = self.builder.records
-        prompt = self.prompt or next(
-            (r["text"] for r in records if r["type"] == "user" and "role" not in r), ""
-        )
+        prompt = self.prompt or self.user_text() or ""
         git = dict_field(self.meta, "git")
         meta = {
             "layout": "legacy" if self.legacy else "rollout",
@@ -313,17 +352,60 @@ class _Rollout:
             FORMAT,
             header(
                 session_uuid("codex", raw_id),
-                title=first_line(_request_in(prompt)) or self.path.stem,
+                title=_title(prompt) or self.path.stem,
                 model=model if isinstance(model, str) else "",
-                created_at=iso_time(self.meta.get("timestamp"))
-                or next((r["at"] for r in records if r.get("at")), None),
+                created_at=iso_time(self.meta.get("timestamp")) or self.first_time(),
                 path=self.path,
                 format=FORMAT,
                 meta={k: v for k, v in meta.items() if isinstance(v, str) and v},
                 status=self.status,
             ),
             records,
+            carry=self.carry(),
+            earlier=self.carried.earlier() if resumed else None,
         )
+
+    def user_text(self) -> str | None:
+        """The first user item's text (its title, once carried), if there is one yet."""
+        records = self.builder.records
+        return self.first_user or next(
+            (r["text"] for r in records if r["type"] == "user" and "role" not in r), None
+        )
+
+    def first_time(self) -> str | None:
+        return self.first_at or next((r["at"] for r in self.builder.records if r.get("at")), None)
+
+    def carry(self) -> dict[str, Any]:
+        pending = {key: call for key, call in self.calls.items() if key not in self.answered}
+        undecided = list(self.undecided.items())[-_CARRIED_UNDECIDED:]
+        user_text = self.user_text()
+        return {
+            **self.builder.carry(),
+            "model": self.model,
+            "prompt": _title(self.prompt) if self.prompt is not None else None,
+            "first_user": _title(user_text) if user_text is not None else None,
+            "first_at": self.first_time(),
+            "status": self.status,
+            "response": Carried.item(self.response) if self.response is not None else None,
+            "exit_codes": {key: code for key, code in self.exit_codes.items() if key in pending},
+            "patches": {key: ok for key, ok in self.patch_results.items() if key in pending},
+            "pending": pending,
+            "running": {
+                session: {**vars(running), "result": Carried.item(running.result)}
+                for session, running in self.running.items()
+            },
+            "undecided": {key: Carried.item(result) for key, result in undecided},
+        }
+
+
+# How many results awaiting their exit a carry keeps (see _Rollout.carry): the exit
+# follows the output closely.
+_CARRIED_UNDECIDED = 64
+
+
+def _title(text: str) -> str:
+    """What a session's title shows of the user's first text."""
+    return first_line(_request_in(text))
 
 
 def _ends(entries: list[tuple[int, dict[str, Any]]]) -> tuple[dict[str, int], dict[str, bool]]:

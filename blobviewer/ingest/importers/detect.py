@@ -118,16 +118,25 @@ def load_recording(path: Path, data: bytes | None = None) -> Recording:
         return load_sniffed(path, text, kind, document)
 
 
-def load_sniffed(path: Path, data: bytes | RecordingText, kind: str, document: Any) -> Recording:
-    """The recording of a file whose format :func:`sniff` found."""
-    if kind == claude_code.FORMAT:
-        return claude_code.load(path, data)
+# The formats whose read of a grown file can go on from where the last one ended, with
+# the Recording.carry it left (a read of our own log needs none): their importers.
+RESUMABLE = {claude_code.FORMAT: claude_code, codex.FORMAT: codex}
+
+
+def load_sniffed(
+    path: Path,
+    data: bytes | RecordingText,
+    kind: str,
+    document: Any,
+    carry: dict[str, Any] | None = None,
+) -> Recording:
+    """The recording of a file whose format :func:`sniff` found. *carry*: see RESUMABLE."""
+    if kind in RESUMABLE:
+        return RESUMABLE[kind].load(path, data, carry)
     if kind == swe_agent.FORMAT:
         return swe_agent.load(path, document)
     if kind == openai_chat.FORMAT:
         return openai_chat.load(path, document)
-    if kind == codex.FORMAT:
-        return codex.load(path, data)
     if kind == gemini.FORMAT:
         return gemini.load(path, data, document)
     if kind == openhands.FORMAT and document is not None:

@@ -238,6 +238,7 @@ class RecordingText:
         # (offset, lines) after the last whole line lines() yielded: where a read of this
         # file once it has grown may go on.
         self.consumed = (0, 0)
+        self.taken_torn = False
 
     @classmethod
     def of(cls, path: Path, data: bytes | RecordingText) -> RecordingText:
@@ -272,37 +273,39 @@ class RecordingText:
 
     def lines(self, *, parse: Parse = load_json_record, keep_blank: bool = False) -> Iterator[Line]:
         """Every line (see JsonLines), from the first; the first line that is not blank
-        is the one first() read, not read again, when *parse* is the default."""
+        is the one first() read, not read again, when *parse* is the default. A read
+        that resumes gives that first line (the header), then the lines after `resume`."""
         if parse is not load_json_record:
             self._forget_first()
         first = self.first() if parse is load_json_record else None
-        if first is None and self.resume is not None:
-            self._file.seek(0)
-            head = next(iter(self._json_lines(parse, keep_blank, first_number=1)), None)
-            if head is None:
-                return
-            yield head
-            offset, number = self.resume
-            self._file.seek(offset)
-            yield from self._counted(self._json_lines(parse, keep_blank, number + 1))
-            return
         if first is None:
             self._file.seek(0)
-            yield from self._counted(self._json_lines(parse, keep_blank, first_number=1))
-            return
-        if keep_blank:
+            if self.resume is None:
+                yield from self._counted(self._json_lines(parse, keep_blank, first_number=1))
+                return
+            first = next(iter(self._json_lines(parse, keep_blank, first_number=1)), None)
+            if first is None:
+                return
+        elif keep_blank:
             for number in range(1, first.number):
                 if number not in self._skipped:
                     yield Line(number, blank=True)
-        yield first
-        self._file.seek(first.end)
-        yield from self._json_lines(parse, keep_blank, first_number=first.number + 1)
+        yield from self._counted([first])
+        if self.resume is not None:  # the header's end is before where the read resumes
+            self.consumed = self.resume
+        offset, number = self.resume or (first.end, first.number)
+        self._file.seek(offset)
+        yield from self._counted(self._json_lines(parse, keep_blank, number + 1))
 
     def _counted(self, lines: Iterable[Line]) -> Iterator[Line]:
-        """*lines*, keeping `consumed` at the end of the last whole one."""
+        """*lines*, keeping `consumed` at the end of the last whole one, and `taken_torn`
+        whether a last line without its newline parsed (a reader took it: a read that
+        resumes from `consumed` would read it twice)."""
         for line in lines:
             if not line.unterminated:
                 self.consumed = (line.end, line.number)
+            elif line.error is None and not line.blank:
+                self.taken_torn = True
             yield line
 
     def first(self) -> Line | None:

@@ -52,6 +52,13 @@ class Recording:
     format: str
     header: dict[str, Any]  # id, created_at, title, model, meta, status
     records: list[dict[str, Any]] = field(default_factory=list)
+    # What a read of the file once it has grown needs to go on from where this read
+    # ended (see Carried), or None: a read that cannot be resumed.
+    carry: dict[str, Any] | None = None
+    # A read that resumed: *records* are only what the new lines add, and *earlier* the
+    # items already recorded that they change (each a Carried.item: its source_digest
+    # and the fields a later line sets). None for a read of the whole file.
+    earlier: list[dict[str, Any]] | None = None
 
 
 # orjson reads an integer past 64 bits (below -2**63, or from 2**64) as a float, without
@@ -223,15 +230,59 @@ def _written_alike(number: float) -> bool:
     return number == 0.0 or 1e-4 <= abs(number) < math.inf
 
 
+# The fields of an item that a later line of its recording may still set: its tokens (the
+# rest of an API message's lines), its failure (a command's exit, reported later).
+_LATER_FIELDS = ("input_tokens", "output_tokens", "context_tokens", "is_error")
+
+
+class Carried(dict[str, Any]):
+    """What a read of a JSON Lines recording carries over to the read that resumes it once
+    the file has grown (Recording.carry; kept in the file's IngestedFile row): the
+    importer's state after the last whole line, as JSON. Items it refers to (a message
+    whose tokens later lines set, a result a later exit marks failed) are kept as `item`s;
+    `earlier` gives back those that the resumed read changed."""
+
+    def __init__(self, carry: dict[str, Any] | None = None) -> None:
+        super().__init__(carry or {})
+        self._items: list[tuple[dict[str, Any], dict[str, Any]]] = []
+
+    @staticmethod
+    def item(record: dict[str, Any]) -> dict[str, Any]:
+        """What a carry keeps of an item record: its source_digest and type, and the
+        fields a later line may set."""
+        kept = ("type", "source_digest", *_LATER_FIELDS)
+        return {key: record[key] for key in kept if key in record}
+
+    def restored(self, item: dict[str, Any]) -> dict[str, Any]:
+        """A carried *item*, as a record the importer may change like any other."""
+        record = dict(item)
+        self._items.append((record, item))
+        return record
+
+    def earlier(self) -> list[dict[str, Any]]:
+        """The restored items the resumed read changed."""
+        return [record for record, item in self._items if record != item]
+
+
 class RecordBuilder:
     """Numbers items from 1, remembers tool names by call id (for the results), and gives
     each item the `source_digest` of the source record set by :meth:`from_source`."""
 
-    def __init__(self) -> None:
+    def __init__(self, carried: Carried | None = None) -> None:
         self.records: list[dict[str, Any]] = []
-        self.tool_names: dict[str, str] = {}
+        # The items a read that resumed numbers after, and the calls it knows of that
+        # have no result yet.
+        carried = carried if carried is not None else Carried()
+        self._before: int = carried.get("items", 0)
+        self.tool_names: dict[str, str] = dict(carried.get("calls", {}))
+        self._answered: set[str] = set()
         self._source: str | None = None
         self._keys: Counter[str] = Counter()
+
+    def carry(self) -> dict[str, Any]:
+        """What a read that resumes after this one needs of the builder."""
+        pending = {k: v for k, v in self.tool_names.items() if k not in self._answered}
+        return {"items": self._before + len(self.records), "calls": pending}
 
     def from_source(self, record: Any, *, plain_floats: bool = False) -> None:
         """The items added from now on come from *record* (the source's own JSON value;
@@ -239,7 +290,8 @@ class RecordBuilder:
         self._source = canonical_digest(record, plain_floats=plain_floats)
 
     def _add(self, record: dict[str, Any], at: str | None, extra: dict[str, Any]) -> None:
-        record = {"type": record.pop("type"), "seq": len(self.records) + 1, "at": at, **record}
+        seq = self._before + len(self.records) + 1
+        record = {"type": record.pop("type"), "seq": seq, "at": at, **record}
         record.update({key: value for key, value in extra.items() if value is not None})
         if self._source is not None:
             record["source_digest"] = self._item_digest(record)
@@ -285,6 +337,7 @@ class RecordBuilder:
         parts): text in a wrapper is that text (core.tool_text, with a note of the blocks
         left out), any other content reads as text_of reads it."""
         name = tool or self.tool_names.get(call_id, "")
+        self._answered.add(call_id)
         output, left_out = step_output_text(output)
         if left_out:
             extra["note"] = "; ".join(filter(None, [extra.get("note"), left_out]))

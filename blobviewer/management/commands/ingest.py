@@ -31,7 +31,13 @@ from blobviewer.data_dir import blob_store
 from blobviewer.ingest import recording_files
 from blobviewer.ingest.agent_folders import RecordingFilter, describe_search, find_agent_folders
 from blobviewer.ingest.database_ready import DatabaseNotReady, prepare_database
-from blobviewer.ingest.errors import IngestError, NotARecording, OutdatedSession, SessionPruned
+from blobviewer.ingest.errors import (
+    IngestError,
+    NotARecording,
+    NotResumable,
+    OutdatedSession,
+    SessionPruned,
+)
 from blobviewer.ingest.finding import Links, recording_paths
 from blobviewer.ingest.importers.json_lines import (
     DEFAULT_MAX_RECORD,
@@ -41,7 +47,7 @@ from blobviewer.ingest.importers.json_lines import (
 )
 from blobviewer.ingest.importers.long_lines import map_large_blocks
 from blobviewer.ingest.journal import settle_at_start
-from blobviewer.ingest.kept_recordings import keep_copies
+from blobviewer.ingest.kept_recordings import kept_outcomes
 from blobviewer.ingest.marks import ingest_shape
 from blobviewer.ingest.options import IngestOptions
 from blobviewer.ingest.progress import PassTally, ProgressLine, Tally, Unended, is_terminal
@@ -53,7 +59,6 @@ from blobviewer.ingest.watch import WatchError, WatchRoot, follow, stop_on_signa
 from blobviewer.search.indexing import blob_bytes_limit
 from blobviewer.team.ownership import NoSuchUser, user_named
 from core.store import BlobStore
-from core.store.errors import BlobStoreError
 
 
 @dataclass(frozen=True)
@@ -533,42 +538,27 @@ def _outcomes(
     path: Path, run: _Run, skipped: list[SkippedRecord], state: ReadState | None
 ) -> list[tuple[str, Any]]:
     """Ingest one recording: ingest_recordings' outcomes, a run's error or the file's as
-    an exception, never raised; the records over the cap go to *skipped*."""
+    an exception, never raised; the records over the cap go to *skipped*. A read that
+    resumed and does not fit the session as recorded is done again, whole."""
     read_from = path
     path = run.recording(path)
     opened: Opened | None = None
     try:
-        opened = _open(read_from, path, run.max_record, skipped, state)  # ingested: kept
-        outcomes: list[tuple[str, Any]] = ingest_recordings(
-            path, store=run.store, options=run.options, opened=opened
-        )
+        try:
+            opened = _open(read_from, path, run.max_record, skipped, state)  # ingested: kept
+            outcomes: list[tuple[str, Any]] = ingest_recordings(
+                path, store=run.store, options=run.options, opened=opened
+            )
+        except NotResumable:
+            assert state is not None  # only a read with a state resumes
+            state.whole()
+            skipped.clear()
+            opened = _open(read_from, path, run.max_record, skipped, state)
+            outcomes = ingest_recordings(path, store=run.store, options=run.options, opened=opened)
     except Exception as error:  # noqa: BLE001 - reported like a run's error
         outcomes = [("", error)]
     if run.copies is not None and opened is not None and read_from == path:
-        outcomes = _keep(run.copies, path, opened, outcomes)
-    return outcomes
-
-
-def _keep(
-    copies: KeptRecordings, path: Path, opened: Opened, outcomes: list[tuple[str, Any]]
-) -> list[tuple[str, Any]]:
-    """Keep the recording of each session ingested from *path* in the object store;
-    a copy that cannot be kept turns the sessions' outcomes into errors (ingested, but
-    not re-derivable from another host)."""
-    results = [outcome for _, outcome in outcomes if isinstance(outcome, IngestResult)]
-    try:
-        keep_copies(copies, path, opened, results)
-    except (OSError, BlobStoreError) as error:
-        failed = IngestError(
-            str(path),
-            None,
-            "ingested, but its copy could not be kept in the object store (a rebuild "
-            f"from another host will not find it; ingest it again): {error}",
-        )
-        return [
-            (label, failed if isinstance(outcome, IngestResult) else outcome)
-            for label, outcome in outcomes
-        ]
+        outcomes = kept_outcomes(run.copies, path, opened, outcomes)
     return outcomes
 
 

@@ -95,8 +95,8 @@ def bump(monkeypatch: pytest.MonkeyPatch, change: Any = None) -> None:
     if change is not None:
         original = claude_code.load
 
-        def load(path: Path, data: bytes) -> Any:
-            recording = original(path, data)
+        def load(path: Path, data: bytes, carry: Any = None) -> Any:
+            recording = original(path, data, carry)
             recording.records = change(recording.records)
             return recording
 
@@ -148,8 +148,8 @@ def test_items_are_keyed_by_their_source_records_not_by_the_importers_output(
 
 
 def _wrapped(load: Any, change: Any) -> Any:
-    def wrapped(path: Path, data: bytes) -> Any:
-        recording = load(path, data)
+    def wrapped(path: Path, data: bytes, carry: Any = None) -> Any:
+        recording = load(path, data, carry)
         recording.records = change(recording.records)
         return recording
 

@@ -8,7 +8,6 @@ import json
 import os
 import shutil
 import uuid
-from contextlib import contextmanager
 from io import StringIO
 from pathlib import Path
 
@@ -18,9 +17,7 @@ from django.core.management import call_command
 from blobviewer.ingest import recording_files
 from blobviewer.ingest.importers import codex
 from blobviewer.ingest.importers.json_lines import (
-    DEFAULT_MAX_RECORD,
     HEADER_BLOCK,
-    RecordingText,
 )
 from blobviewer.ingest.marks import file_mark
 from blobviewer.ingest.unchanged import Seen
@@ -193,35 +190,6 @@ def test_a_file_whose_name_the_database_cannot_hold_is_read_every_time(folder, o
     assert [path.name for path in opened] == [odd.name]
     assert Session.objects.filter(source_path=str(folder / CLAUDE_CODE.name)).exists()
     assert "files ingested" in first and "unchanged, not read" in again
-
-
-class _Counted:
-    """A file whose reads are counted."""
-
-    def __init__(self, file, counts: list[int]) -> None:
-        self._file, self._counts = file, counts
-
-    def read(self, size: int = -1) -> bytes:
-        data = self._file.read(size)
-        self._counts.append(len(data))
-        return data
-
-    def __getattr__(self, name: str):
-        return getattr(self._file, name)
-
-
-@pytest.fixture
-def bytes_read(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The sizes of the reads ingest makes of the recordings it parses."""
-    counts: list[int] = []
-
-    @contextmanager
-    def counting_open(cls, path, *, max_record=DEFAULT_MAX_RECORD, resume=None):
-        with path.open("rb") as file:
-            yield cls(path, _Counted(file, counts), max_record=max_record, resume=resume)
-
-    monkeypatch.setattr(RecordingText, "open", classmethod(counting_open))
-    return counts
 
 
 def test_a_grown_session_log_is_read_from_where_its_last_ingest_ended(write_log, bytes_read):
