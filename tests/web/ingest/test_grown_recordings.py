@@ -98,7 +98,9 @@ def recorded() -> list[dict[str, Any]]:
     sessions = []
     for session in Session.objects.order_by("id").values(*SESSION_FIELDS):
         items = Item.objects.filter(session_id=session["id"]).order_by("seq").values(*ITEM_FIELDS)
-        session["items"] = [{**item, "output": BLOB_ID.sub("[blob]", item["output"])} for item in items]
+        session["items"] = [
+            {**item, "output": BLOB_ID.sub("[blob]", item["output"])} for item in items
+        ]
         sessions.append(session)
     return sessions
 
