@@ -28,6 +28,7 @@ load average; best of the rounds. Everything is removed at the end.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import subprocess
@@ -165,10 +166,14 @@ class Tool:
 
 
 def grow(path: Path) -> bytes:
-    """Append GROWN_RECORDS copies of the recording's last record; returns what it was."""
+    """Append GROWN_RECORDS new records, as the agent goes on: copies of the recording's
+    last record, each with a `uuid` of its own (as Claude Code gives every line); returns
+    what the file was."""
     data = path.read_bytes()
-    last = data.rstrip(b"\n").rsplit(b"\n", 1)[-1]
-    path.write_bytes(data + (last + b"\n") * GROWN_RECORDS)
+    last = json.loads(data.rstrip(b"\n").rsplit(b"\n", 1)[-1])
+    grown = [json.dumps({**last, "uuid": str(uuid.uuid4())}) for _ in range(GROWN_RECORDS)]
+    with path.open("ab") as file:  # the same file, appended to
+        file.write("".join(line + "\n" for line in grown).encode())
     return data
 
 
@@ -346,7 +351,11 @@ def report(best: dict[str, dict[str, float]], total: int, files: int) -> int:
     if peer:
         line += f" (agentsview {peer['peak'] / 1e6:.0f} MB)"
     print(f"{line}; goal <= 200 MB: {verdict(peak_mb <= 200)}")
-    line = f"one recording grown by {GROWN_RECORDS} records, again: {mine['grown']:.2f}s"
+    beyond = max(0.0, mine["grown"] - mine["start"])
+    line = (
+        f"one recording grown by {GROWN_RECORDS} records, again: {mine['grown']:.2f}s "
+        f"({beyond:.2f}s beyond the {mine['start']:.2f}s start-up)"
+    )
     if peer:
         line += f" ({mine['grown'] / peer['grown']:.1f}x agentsview's {peer['grown']:.2f}s)"
     print(line)

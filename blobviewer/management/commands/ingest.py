@@ -18,7 +18,6 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,15 +25,13 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import close_old_connections, connection
 
-from blobviewer.catalog.session_logs import KeptRecordings, kept_recordings
+from blobviewer.catalog.session_logs import kept_recordings
 from blobviewer.data_dir import blob_store
-from blobviewer.ingest import recording_files
 from blobviewer.ingest.agent_folders import RecordingFilter, describe_search, find_agent_folders
 from blobviewer.ingest.database_ready import DatabaseNotReady, prepare_database
 from blobviewer.ingest.errors import (
     IngestError,
     NotARecording,
-    NotResumable,
     OutdatedSession,
     SessionPruned,
 )
@@ -47,48 +44,14 @@ from blobviewer.ingest.importers.json_lines import (
 )
 from blobviewer.ingest.importers.long_lines import map_large_blocks
 from blobviewer.ingest.journal import settle_at_start
-from blobviewer.ingest.kept_recordings import kept_outcomes
-from blobviewer.ingest.marks import ingest_shape
 from blobviewer.ingest.options import IngestOptions
 from blobviewer.ingest.progress import PassTally, ProgressLine, Tally, Unended, is_terminal
 from blobviewer.ingest.rebuild import rebuild_targets, still_outdated
-from blobviewer.ingest.recording_files import Opened, ReadState
-from blobviewer.ingest.sessions import IngestResult, ingest_recordings
-from blobviewer.ingest.unchanged import Seen
+from blobviewer.ingest.recording_files import ReadState
+from blobviewer.ingest.recording_run import IngestRun
+from blobviewer.ingest.sessions import IngestResult
 from blobviewer.ingest.watch import WatchError, WatchRoot, follow, stop_on_signals
-from blobviewer.search.indexing import blob_bytes_limit
 from blobviewer.team.ownership import NoSuchUser, user_named
-from core.store import BlobStore
-
-
-@dataclass(frozen=True)
-class _Run:
-    """What every recording of a run of the command is ingested with."""
-
-    store: BlobStore
-    options: IngestOptions
-    links: Links
-    max_record: int = DEFAULT_MAX_RECORD
-    # With an object store: where each recording's copy is kept (blobviewer.ingest.kept_recordings)
-    copies: KeptRecordings | None = None
-    # Kept copies fetched for a rebuild: each is ingested as the recording it stands for
-    # (Session.source_path as recorded: a path, or an upload's s3:// URL, which Path would
-    # turn into s3:/...; ingest only ever writes str() of it).
-    sources: dict[Path, str] = field(default_factory=dict)
-
-    def recording(self, path: Path) -> Path:
-        """The recording *path* stands for: itself, or the source of a kept copy."""
-        return self.sources.get(path, path)  # type: ignore[return-value]  # a str: see above
-
-    @property
-    def seen(self) -> Seen:
-        """The marks of the files ingested with these options (blobviewer.ingest.unchanged).
-        A rebuild or --force reads every file; with an object store a file is read whole,
-        since a copy of it is kept (kept_recordings)."""
-        owner = self.options.owner.pk if self.options.owner is not None else None
-        keeps = self.copies is not None
-        shape = ingest_shape(self.options.policy, self.max_record, blob_bytes_limit(), owner, keeps)
-        return Seen(shape, fresh=self.options.rebuild or self.options.force, whole=keeps)
 
 
 class Command(BaseCommand):
@@ -236,7 +199,7 @@ class Command(BaseCommand):
         sources = targets.copies if targets is not None else {}
         ingest_options = IngestOptions(force=force, owner=owner_user, rebuild=rebuild)
         links = Links(present, follow=follow_links)
-        run = _Run(blob_store(), ingest_options, links, max_record, copies, sources)
+        run = IngestRun(blob_store(), ingest_options, links, max_record, copies, sources)
         stop = threading.Event()
         with stop_on_signals(stop):
             if watch:
@@ -262,7 +225,7 @@ class Command(BaseCommand):
     # --- the first pass -------------------------------------------------------------------
 
     def _files(
-        self, paths: list[Path], accepts: RecordingFilter | None, run: _Run
+        self, paths: list[Path], accepts: RecordingFilter | None, run: IngestRun
     ) -> list[tuple[Path, bool]]:
         """The recordings *paths* hold (each link not followed said in a line)."""
         files = recording_paths(paths, links=run.links)
@@ -276,7 +239,7 @@ class Command(BaseCommand):
     def _first_pass(
         self,
         files: list[tuple[Path, bool]],
-        run: _Run,
+        run: IngestRun,
         stop: threading.Event,
         before_summary: Callable[[], Iterable[str]] = tuple,
         said: dict[str, str] | None = None,
@@ -304,7 +267,7 @@ class Command(BaseCommand):
     def _in_turn(
         self,
         files: list[tuple[Path, bool]],
-        run: _Run,
+        run: IngestRun,
         stop: threading.Event,
         tally: PassTally,
         said: dict[str, str] | None,
@@ -360,7 +323,7 @@ class Command(BaseCommand):
         named: bool,
         prefix: str,
         tally: Tally,
-        run: _Run,
+        run: IngestRun,
         said: dict[str, str] | None = None,
         state: ReadState | None = None,
     ) -> bool:
@@ -370,7 +333,7 @@ class Command(BaseCommand):
         growing says it once, not at every change, until something else happens to it.
         *state*: where to read from, and where the read ended (see open_recording)."""
         skipped: list[SkippedRecord] = []
-        outcomes = _outcomes(path, run, skipped, state)
+        outcomes = run.outcomes(path, skipped, state)
         for record in skipped:  # a line each, before what the rest of the file came to
             key = f"{path}:{record.line}"
             if said is None or said.get(key) != str(record):
@@ -467,7 +430,7 @@ class Command(BaseCommand):
         self,
         paths: list[Path],
         accepts: RecordingFilter | None,
-        run: _Run,
+        run: IngestRun,
         stop: threading.Event,
     ) -> None:
         """The first pass over *paths*, then each changed recording again, until *stop*."""
@@ -532,52 +495,6 @@ def _check_flags(
         )
     if not paths and not rebuild_all and not agents:
         raise CommandError("give the recordings to ingest: manage.py ingest PATH... (or --agents)")
-
-
-def _outcomes(
-    path: Path, run: _Run, skipped: list[SkippedRecord], state: ReadState | None
-) -> list[tuple[str, Any]]:
-    """Ingest one recording: ingest_recordings' outcomes, a run's error or the file's as
-    an exception, never raised; the records over the cap go to *skipped*. A read that
-    resumed and does not fit the session as recorded is done again, whole."""
-    read_from = path
-    path = run.recording(path)
-    opened: Opened | None = None
-    try:
-        try:
-            opened = _open(read_from, path, run.max_record, skipped, state)  # ingested: kept
-            outcomes: list[tuple[str, Any]] = ingest_recordings(
-                path, store=run.store, options=run.options, opened=opened
-            )
-        except NotResumable:
-            assert state is not None  # only a read with a state resumes
-            state.whole()
-            skipped.clear()
-            opened = _open(read_from, path, run.max_record, skipped, state)
-            outcomes = ingest_recordings(path, store=run.store, options=run.options, opened=opened)
-    except Exception as error:  # noqa: BLE001 - reported like a run's error
-        outcomes = [("", error)]
-    if run.copies is not None and opened is not None and read_from == path:
-        outcomes = kept_outcomes(run.copies, path, opened, outcomes)
-    return outcomes
-
-
-def _open(
-    read_from: Path,
-    path: Path | str,
-    max_record: int,
-    skipped: list[SkippedRecord],
-    state: ReadState | None = None,
-) -> Opened:
-    """open_recording of *read_from*; errors name *path*, the recording it stands for."""
-    try:
-        return recording_files.open_recording(
-            read_from, max_record=max_record, skipped=skipped, state=state
-        )
-    except IngestError as error:
-        if read_from == path:
-            raise
-        raise type(error)(str(path), error.line, error.message, detail=error.detail) from None
 
 
 def _size(text: str) -> int:

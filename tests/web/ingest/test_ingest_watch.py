@@ -25,9 +25,9 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
+from blobviewer.ingest import recording_run
 from blobviewer.ingest.importers import OUR_FORMAT, holds_runs, load_runs, load_sniffed, sniff
 from blobviewer.ingest.watch import WatchRoot, follow, recordings_changed, stop_on_signals
-from blobviewer.management.commands import ingest as ingest_command
 from blobviewer.models import Session
 from core.agent.session_log import parse_session_log
 from web.ingest_process import REAL, Watching, expected_items, wait_until
@@ -188,14 +188,14 @@ def test_sigterm_during_a_plain_ingest_stops_after_the_file_being_read(
     write_log, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     logs = [write_log([header(), user_item(1, "one")], name=f"{n}.jsonl") for n in range(3)]
-    ingest_recordings = ingest_command.ingest_recordings
+    ingest_recordings = recording_run.ingest_recordings
 
     def read_then_terminated(path: Path, **options: object) -> object:
         outcome = ingest_recordings(path, **options)
         signal.raise_signal(signal.SIGTERM)  # arrives while the first file is read
         return outcome
 
-    monkeypatch.setattr(ingest_command, "ingest_recordings", read_then_terminated)
+    monkeypatch.setattr(recording_run, "ingest_recordings", read_then_terminated)
     out = StringIO()
     with pytest.raises(CommandError, match="stopped before 2 of 3 files"):
         call_command("ingest", *map(str, logs), stdout=out, stderr=out)
