@@ -27,6 +27,7 @@ urlpatterns = [
     # /api/ — what the model's inspect tool returns; sessions sent by agents (token auth)
     path("api/inspect/<uuid:blob_id>", reader.api_inspect, name="api_inspect"),
     path("api/sessions", team.api_ingest, name="api_ingest"),
+    path("api/recordings", team.api_recordings, name="api_recordings"),
     # /tokens/ — my API tokens, for agents that send sessions
     path("tokens/", team.token_list, name="token_list"),
     path("tokens/<int:token_id>/revoke", team.token_revoke, name="token_revoke"),

@@ -73,11 +73,15 @@ class SessionPruned(IngestError):
         self.tombstone = tombstone
 
 
+class NotTheirs(IngestError):
+    """The session belongs to a user other than the ingest's owner (HTTP 403)."""
+
+
 def owned_by_another(session_id: uuid.UUID, source_path: str, owner_id: Any) -> IngestError:
-    """The error for a session that belongs to a user other than the ingest's owner (the
-    owner's name only in the detail, for the operator)."""
+    """The error for a session that belongs to a user other than the ingest's owner, or
+    to no one (the owner's name only in the detail, for the operator)."""
     owner = get_user_model().objects.filter(pk=owner_id).first()
-    return IngestError(
+    return NotTheirs(
         source_path,
         None,
         f"session {session_id} belongs to another user; manage.py sessions chown changes it",

@@ -17,12 +17,14 @@ class IngestOptions:
     *owner*: the user a session this creates, or one that has none yet, belongs to; a
     session owned by another user is refused. None leaves ownership as it is.
     *rebuild*: re-derive a session an older importer version recorded, in place (see
-    ingest_session)."""
+    ingest_session). *claimed_only*: a session owned by no one is refused too, as the
+    upload API refuses it (a pushed recording's sessions are its sender's only)."""
 
     policy: Policy = DEFAULT_POLICY
     force: bool = False
     owner: AbstractBaseUser | None = None
     rebuild: bool = False
+    claimed_only: bool = False
 
 
 DEFAULT_OPTIONS = IngestOptions()  # a plain ingest

@@ -183,7 +183,8 @@ def plan_ingest(
         return IngestPlan(new=list(records), first=True, new_session=True)
     recorded_from = f"recorded from {existing['source_path']}" if existing["source_path"] else ""
     owner = options.owner
-    if owner is not None and existing["owner_id"] not in (None, owner.pk):
+    theirs = existing["owner_id"] is not None or options.claimed_only
+    if owner is not None and existing["owner_id"] != owner.pk and theirs:
         raise owned_by_another(session_id, source_path, existing["owner_id"])
     if existing["source_format"] != source_format:
         raise IngestError(

@@ -133,7 +133,7 @@ def _session_row(write: SessionWrite) -> Session:
     if owner is not None and session.owner_id != owner.pk:
         # Checked again under the row lock update_or_create took: another ingest may have
         # given the session an owner since planning looked.
-        if session.owner_id is not None:
+        if session.owner_id is not None or write.options.claimed_only:
             raise owned_by_another(write.session_id, write.source_path, session.owner_id)
         session.owner = owner
         session.save(update_fields=["owner"])

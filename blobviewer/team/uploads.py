@@ -103,11 +103,11 @@ class UploadResult:
 def received_upload(request: HttpRequest, *, max_bytes: int) -> Iterator[Upload]:
     """The checked upload in *request*; raises UploadError. The temporary file of the log
     is removed on the way out unless save_upload moved it into place."""
-    length = _content_length(request)
+    length = content_length(request)
     if length == 0:
         raise UploadError(_EMPTY)
     if length > max_bytes:
-        raise _too_big(max_bytes)
+        raise too_big(max_bytes)
     # On this host's disk whatever the store: a log is read twice (checked, compared) and
     # only then kept. Named so that nothing reading sessions/*.jsonl ever picks it up
     # half written, and `blobs gc` knows it for a leftover.
@@ -120,7 +120,7 @@ def received_upload(request: HttpRequest, *, max_bytes: int) -> Iterator[Upload]
             if request.content_type == MULTIPART:
                 blobs = _receive_multipart(request, file)
             elif request.content_type in RAW_LOG_TYPES:
-                _copy_body(request, file, max_bytes=max_bytes)
+                copy_body(request, file, max_bytes=max_bytes)
                 blobs = {}
             else:
                 raise UploadError(
@@ -206,7 +206,7 @@ def save_upload(upload: Upload, *, owner: AbstractBaseUser) -> UploadResult:
         if isinstance(error, OutdatedSession):  # recorded by another importer version
             raise UploadError(error.message, status=409) from None
         if isinstance(error, IngestError):
-            raise UploadError(_without_server_paths(_at_line(error.line, error.message))) from None
+            raise UploadError(client_message(error)) from None
         raise
     referenced = BlobRef.objects.filter(session_id=result.session_id).values("blob_id")
     return UploadResult(
@@ -222,28 +222,29 @@ def save_upload(upload: Upload, *, owner: AbstractBaseUser) -> UploadResult:
 # --- reading -------------------------------------------------------------------------------
 
 
-def _content_length(request: HttpRequest) -> int:
+def content_length(request: HttpRequest) -> int:
     try:
         return max(0, int(request.META.get("CONTENT_LENGTH") or 0))
     except ValueError:
         return 0
 
 
-def _too_big(max_bytes: int) -> UploadError:
+def too_big(max_bytes: int) -> UploadError:
     return UploadError(
-        f"upload too large: at most {max_bytes:,} bytes (BLOBVIEWER_UPLOAD_MAX_BYTES)",
+        f"upload too large: at most {max_bytes:,} bytes (BLOBVIEWER_UPLOAD_MAX_BYTES); "
+        "send it in parts",
         status=413,
     )
 
 
-def _copy_body(request: HttpRequest, file: IO[bytes], *, max_bytes: int) -> None:
+def copy_body(request: HttpRequest, file: IO[bytes], *, max_bytes: int) -> None:
     # Streamed, never request.body: that holds the whole body in memory and stops at
     # DATA_UPLOAD_MAX_MEMORY_SIZE, far below the size of a long session log.
     received = 0
     while chunk := request.read(_CHUNK):
         received += len(chunk)
         if received > max_bytes:
-            raise _too_big(max_bytes)
+            raise too_big(max_bytes)
         file.write(chunk)
 
 
@@ -331,6 +332,11 @@ def _check_unique_seqs(log: SessionLog) -> None:
         raise UploadError(
             f"line {line}: seq {seq} appears more than once (first on line {first_line})"
         )
+
+
+def client_message(error: IngestError) -> str:
+    """What a client is told of *error*: its line and message, never a server path."""
+    return _without_server_paths(_at_line(error.line, error.message))
 
 
 def _at_line(line: int | None, message: str) -> str:

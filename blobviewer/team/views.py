@@ -26,6 +26,7 @@ from blobviewer.forms import ApiTokenForm, ShareLinkForm
 from blobviewer.models import ApiToken, Blob, ShareLink
 from blobviewer.reader.views import add_blob_page_extras, blob_view_context, raw_response
 from blobviewer.responses import RETRY_AFTER_SECONDS, plain_text, render_page
+from blobviewer.team.pushed import HELD_OFFSET, HeldElsewhere, Push, receive_push
 from blobviewer.team.sharing import back_to_blob, share_url
 from blobviewer.team.uploads import UploadError, received_upload, save_upload
 
@@ -45,12 +46,8 @@ def _unauthorized(request: HttpRequest, message: str) -> HttpResponse:
     return response
 
 
-@login_not_required  # an agent on another machine authenticates with its API token
-@csrf_exempt  # no cookies, so no cross-site request can carry the token
-@require_POST
-def api_ingest(request: HttpRequest) -> HttpResponse:
-    """Record a session sent by an agent: a session log as the body, or a multipart
-    `log` file with its `blob` files. 201 when it added something, 200 when not."""
+def _token(request: HttpRequest) -> ApiToken | HttpResponse:
+    """The API token the request is sent with (marked used), or the 401 to answer."""
     secret = _bearer_token(request)
     if not secret:
         return _unauthorized(request, "an API token is required: Authorization: Bearer <token>")
@@ -58,15 +55,33 @@ def api_ingest(request: HttpRequest) -> HttpResponse:
     if token is None:
         return _unauthorized(request, "this API token is unknown or revoked")
     token.mark_used()
+    return token
+
+
+def _refused(error: UploadError) -> HttpResponse:
+    # One line, ended, so that curl prints it as a line.
+    response = plain_text(error.message + "\n", status=error.status)
+    if error.status == 503:
+        response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    if isinstance(error, HeldElsewhere):
+        response[HELD_OFFSET] = str(error.offset)
+    return response
+
+
+@login_not_required  # an agent on another machine authenticates with its API token
+@csrf_exempt  # no cookies, so no cross-site request can carry the token
+@require_POST
+def api_ingest(request: HttpRequest) -> HttpResponse:
+    """Record a session sent by an agent: a session log as the body, or a multipart
+    `log` file with its `blob` files. 201 when it added something, 200 when not."""
+    token = _token(request)
+    if isinstance(token, HttpResponse):
+        return token
     try:
         with received_upload(request, max_bytes=settings.BLOBVIEWER_UPLOAD_MAX_BYTES) as upload:
             result = save_upload(upload, owner=token.user)
     except UploadError as error:
-        # One line, ended, so that curl prints it as a line.
-        response = plain_text(error.message + "\n", status=error.status)
-        if error.status == 503:
-            response["Retry-After"] = str(RETRY_AFTER_SECONDS)
-        return response
+        return _refused(error)
     url = request.build_absolute_uri(result.session.get_absolute_url())
     response = JsonResponse(
         {
@@ -250,3 +265,38 @@ def _active_share_link(request: HttpRequest, token: str) -> ShareLink | HttpResp
         context = {"link": link, "tombstone": tombstone}
         return render(request, "share_gone.html", context, status=410)
     return link
+
+
+@login_not_required  # `blobviewer push` authenticates with its API token
+@csrf_exempt  # no cookies, so no cross-site request can carry the token
+@require_POST
+def api_recordings(request: HttpRequest) -> HttpResponse:
+    """Add a part of a recording pushed from another machine and, for the last part,
+    ingest it (blobviewer.team.pushed): 201 when it added something, 200 when not, 202
+    for a part that is not the last; 409 with the offset the site holds."""
+    token = _token(request)
+    if isinstance(token, HttpResponse):
+        return token
+    try:
+        push = Push.of(request)
+        result = receive_push(
+            request, push, owner=token.user, max_bytes=settings.BLOBVIEWER_UPLOAD_MAX_BYTES
+        )
+    except UploadError as error:
+        return _refused(error)
+    sessions = [
+        {
+            "session": str(outcome.session_id),
+            "url": request.build_absolute_uri(reverse("session_detail", args=[outcome.session_id])),
+            "new_items": outcome.new_items,
+            "items": outcome.total_items,
+        }
+        for outcome in result.results
+    ]
+    status = 202 if not push.final else 201 if result.changed_anything else 200
+    response = JsonResponse(
+        {"offset": result.offset, "sessions": sessions, "refused": [m for _, m in result.refused]},
+        status=status,
+    )
+    response[HELD_OFFSET] = str(result.offset)
+    return response

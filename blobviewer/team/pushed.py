@@ -1,0 +1,258 @@
+"""Recordings that `blobviewer push` sends from other machines (`POST /api/recordings`,
+docs/http-api.md#post-apirecordings).
+
+A pushed recording is a file of any format `manage.py ingest` reads, sent as it is. The
+site holds a copy of it per user and per *key* (the sender's name for the file, e.g.
+`laptop:/home/ana/.claude/projects/x/y.jsonl`): `<data>/pushed/<user>/<digest of the
+key>/<name>`. A push names the offset it sends from and the digest of the sender's bytes
+before it (blobviewer.ingest.marks.prefix_digest, as ingest marks grown files); the copy
+grows by what is sent when both match what the site holds, and is replaced when the
+offset is 0. Otherwise the answer is 409 with the offset the site holds (0 when the bytes
+before it differ), and the client sends from there. The last part of a push (`final`,
+the default) is then ingested exactly as `manage.py ingest` ingests a file, for the token's
+user: a grown JSON Lines recording is read from where its last ingest ended.
+
+Sessions of a pushed recording belong to the user who first sent them, and only that user
+may add to them (a session owned by nobody is refused too, as uploads refuse it). A push
+that no session took (refused, or not a recording) leaves the copy as it was.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.http import HttpRequest
+
+from blobviewer.catalog.session_logs import kept_recordings
+from blobviewer.data_dir import blob_store, data_dir
+from blobviewer.ingest.errors import (
+    IngestError,
+    NotARecording,
+    NotTheirs,
+    OutdatedSession,
+    SessionPruned,
+)
+from blobviewer.ingest.importers.json_lines import SkippedRecord
+from blobviewer.ingest.marks import prefix_digest
+from blobviewer.ingest.options import IngestOptions
+from blobviewer.ingest.recording_run import IngestRun
+from blobviewer.ingest.sessions import IngestResult
+from blobviewer.team.uploads import (
+    UploadError,
+    client_message,
+    content_length,
+    copy_body,
+    too_big,
+)
+
+# The header every answer to a push gives the offset the site holds in.
+HELD_OFFSET = "Blobviewer-Offset"
+_KEY_CHARS = 2000
+_NAME_CHARS = 255
+
+
+@dataclass(frozen=True)
+class Push:
+    """What a push says of itself (its query string): the recording's *key* and file
+    *name*, the *offset* its bytes go at, the *prefix* digest of the sender's bytes before
+    that offset, and whether it is the *final* part (then it is ingested)."""
+
+    key: str
+    name: str
+    offset: int
+    prefix: str
+    final: bool
+
+    @classmethod
+    def of(cls, request: HttpRequest) -> Push:
+        """The push *request* makes; raises UploadError (400) for a bad parameter."""
+        query = request.GET
+        key, name = query.get("key", ""), query.get("name", "")
+        if not key or len(key) > _KEY_CHARS or "\x00" in key:
+            raise UploadError(
+                "key: give the recording's name on the sending machine "
+                f"(at most {_KEY_CHARS} characters)"
+            )
+        if (
+            not name
+            or len(name) > _NAME_CHARS
+            or name in (".", "..")
+            or name.startswith(".")
+            or any(char in name for char in "/\\\x00")
+        ):
+            raise UploadError("name: give the recording's file name, without a folder")
+        try:
+            offset = int(query.get("offset", "0"))
+        except ValueError:
+            offset = -1
+        if offset < 0:
+            raise UploadError("offset: a number of bytes, 0 or more")
+        prefix = query.get("prefix", "")
+        if offset and not prefix:
+            raise UploadError("prefix: the digest of the bytes before the offset is needed")
+        final = query.get("final", "1")
+        if final not in ("0", "1"):
+            raise UploadError("final: 1 for the last part of a push (the default), 0 for another")
+        return cls(key, name, offset, prefix, final == "1")
+
+
+class HeldElsewhere(UploadError):
+    """The push does not go on from the bytes the site holds: send from *offset* (409)."""
+
+    def __init__(self, message: str, offset: int) -> None:
+        super().__init__(message, status=409)
+        self.offset = offset
+
+
+@dataclass
+class PushResult:
+    """What a push did: the offset the site now holds and the bytes it added; for a
+    final part, each session ingested (its result) and each run that was not, as
+    (HTTP status, one line for the client)."""
+
+    offset: int
+    appended: int
+    results: list[IngestResult] = field(default_factory=list)
+    refused: list[tuple[int, str]] = field(default_factory=list)
+
+    @property
+    def changed_anything(self) -> bool:
+        return bool(self.appended or any(result.new_items for result in self.results))
+
+
+def held_copy(user: AbstractBaseUser, push: Push) -> Path:
+    """Where the site holds the user's copy of the pushed recording."""
+    digest = hashlib.sha256(push.key.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return data_dir() / "pushed" / str(user.pk) / digest / push.name
+
+
+def receive_push(
+    request: HttpRequest, push: Push, *, owner: AbstractBaseUser, max_bytes: int
+) -> PushResult:
+    """Add what *request* sends to the user's copy of the recording and, for a final
+    part, ingest it; raises UploadError (HeldElsewhere for a push from another offset).
+    When no session of the recording was ingested, the copy is left as it was."""
+    if content_length(request) > max_bytes:
+        raise too_big(max_bytes)
+    path = held_copy(owner, push)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with _locked(path.parent):
+        held = path.stat().st_size if path.is_file() else 0
+        if push.offset != held:
+            message = f"the server holds {held:,} bytes of this recording: send from there"
+            raise HeldElsewhere(message, held)
+        if push.offset and prefix_digest(path, push.offset) != push.prefix:
+            message = "the recording changed before the bytes the server holds: send it whole"
+            raise HeldElsewhere(message, 0)
+        with _body(request, path.parent, max_bytes) as body, _restored_on_error(path):
+            appended = body.stat().st_size
+            if push.offset:
+                with body.open("rb") as new, path.open("ab") as copy:
+                    shutil.copyfileobj(new, copy)
+            else:
+                os.replace(body, path)
+            result = PushResult(path.stat().st_size, appended)
+            if push.final:
+                _ingest(path, owner, result)
+                if result.refused and not result.results:
+                    status, message = result.refused[0]
+                    raise UploadError(message, status=status)
+    return result
+
+
+def _ingest(path: Path, owner: AbstractBaseUser, result: PushResult) -> None:
+    """Ingest the copy at *path* as `manage.py ingest` would, for *owner*."""
+    options = IngestOptions(owner=owner, claimed_only=True)
+    run = IngestRun(blob_store(), options, copies=kept_recordings())
+    seen = run.seen
+    mark = seen.key(path)
+    state = seen.plan(path, mark)
+    if state is None:  # as its last ingest left it
+        return
+    skipped: list[SkippedRecord] = []
+    outcomes = run.outcomes(path, skipped, state)
+    for label, outcome in outcomes:
+        if isinstance(outcome, IngestResult):
+            result.results.append(outcome)
+        else:
+            said = f"{label}: " if label else ""
+            result.refused.append((_status(outcome), said + _message(outcome)))
+    if result.refused:
+        seen.forget(path)
+    else:
+        seen.remember(path, mark, state)
+
+
+def _status(error: BaseException) -> int:
+    if isinstance(error, NotTheirs):
+        return 403
+    if isinstance(error, OutdatedSession):
+        return 409
+    if isinstance(error, SessionPruned):
+        return 410
+    return 400
+
+
+def _message(error: BaseException) -> str:
+    if isinstance(error, NotARecording):
+        return "not a recording in any format blobviewer reads"
+    if isinstance(error, IngestError):
+        return client_message(error)
+    return "the server could not ingest it; its log says why"
+
+
+@contextmanager
+def _locked(folder: Path) -> Iterator[None]:
+    """One push of a recording at a time (on this host)."""
+    with (folder / ".lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+@contextmanager
+def _body(request: HttpRequest, folder: Path, max_bytes: int) -> Iterator[Path]:
+    """The request's body, in a temporary file in *folder* (removed after)."""
+    fd, name = tempfile.mkstemp(dir=folder, prefix=".push-", suffix=".part")
+    body = Path(name)
+    try:
+        with os.fdopen(fd, "wb") as file:
+            copy_body(request, file, max_bytes=max_bytes)
+        yield body
+    finally:
+        body.unlink(missing_ok=True)
+
+
+@contextmanager
+def _restored_on_error(path: Path) -> Iterator[None]:
+    """*path* as it was before the block, should the block raise: its first bytes (a
+    copy grows only) or its whole former content (a copy replaced)."""
+    size = path.stat().st_size if path.is_file() else 0
+    backup = path.with_name(f".{path.name}.before") if size else None
+    if backup is not None:
+        backup.unlink(missing_ok=True)  # left by a push that was killed
+        os.link(path, backup)
+    try:
+        yield
+    except BaseException:
+        if backup is None:
+            path.unlink(missing_ok=True)
+        elif backup.stat().st_ino != path.stat().st_ino:  # replaced
+            os.replace(backup, path)
+        else:  # appended to
+            os.truncate(path, size)
+        raise
+    finally:
+        if backup is not None:
+            backup.unlink(missing_ok=True)
