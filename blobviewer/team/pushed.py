@@ -56,6 +56,9 @@ from blobviewer.team.uploads import (
 
 # The header every answer to a push gives the offset the site holds in.
 HELD_OFFSET = "Blobviewer-Offset"
+# The status of a push of a file that is no recording (the client passes it over, as
+# ingest passes over such a file found in a folder).
+NOT_A_RECORDING = 422
 _KEY_CHARS = 2000
 _NAME_CHARS = 255
 
@@ -193,6 +196,8 @@ def _ingest(path: Path, owner: AbstractBaseUser, result: PushResult) -> None:
 
 
 def _status(error: BaseException) -> int:
+    if isinstance(error, NotARecording):
+        return NOT_A_RECORDING
     if isinstance(error, NotTheirs):
         return 403
     if isinstance(error, OutdatedSession):

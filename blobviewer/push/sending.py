@@ -1,0 +1,263 @@
+"""Sending one recording to a team server's `POST /api/recordings`, as it is, and only what
+the server does not hold yet (docs/push.md).
+
+The server holds a copy of each recording a user pushed, keyed by this machine's name for
+it (`host:/absolute/path`). A push names the offset it sends from and a digest of the
+bytes before it (blobviewer.ingest.marks.prefix_digest, as ingest marks grown files); the
+server answers 409 with the offset it holds when that is not where the push began, and
+the push goes on from there: so a lost state file, a restart or another machine's push of
+the same path cost one round trip, never a line. A JSON Lines recording (`.jsonl`) only
+grows, and sends its new bytes; any other is rewritten as it grows, and is sent whole.
+
+What was sent is kept in a state file (the offset the server holds and the file's mark:
+size, modification time, inode, edge digest), so an unchanged file costs no request. A
+server that is down, slow, or busy is tried again with backoff, for as long as the
+sender allows; a refusal (a file that is no recording, a session of another user's) is
+kept too, and said again only once the file changes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import tempfile
+import threading
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from blobviewer.ingest.marks import FileMark, file_mark, prefix_digest
+
+# What one request sends at most, unless the server's limit is lower (it answers 413:
+# the part is halved). The server's own default limit is 50 MB.
+PART_BYTES = 16 << 20
+# Backoff between tries of a server that is down or busy: doubling, up to this.
+MOST_WAIT = 60.0
+# The status of a push of a file that is no recording (blobviewer.team.pushed).
+NOT_A_RECORDING = 422
+# The statuses worth trying again: the server is busy, restarting or overloaded.
+_AGAIN = {429, 502, 503, 504}
+# How often a push may be answered "send from another offset" before it gives up (the
+# file keeps changing under it).
+_CONFLICTS = 4
+
+
+@dataclass
+class Outcome:
+    """What pushing one recording came to: *kind* is `sent`, `unchanged`, `refused` (the
+    server said no; said again once the file changes), `skipped` (no recording, the
+    server says; sent again once it changes) or `failed` (not sent this time: sent again
+    next time). *sessions* as the server answered them."""
+
+    path: Path
+    kind: str
+    message: str = ""
+    sent_bytes: int = 0
+    sessions: list[dict[str, Any]] = field(default_factory=list)
+
+    def line(self) -> str:
+        """The outcome as one line for people."""
+        if self.kind == "sent":
+            made = ", ".join(
+                f"+{session['new_items']} items ({session['items']} in all) {session['url']}"
+                for session in self.sessions
+            )
+            return f"{self.path}: sent {self.sent_bytes:,} bytes" + (f"; {made}" if made else "")
+        return f"{self.path}: {self.kind}" + (f": {self.message}" if self.message else "")
+
+
+class ServerUnreachable(Exception):
+    """The server could not be reached, or stayed busy, for as long as the push may wait."""
+
+
+@dataclass
+class Held:
+    """What the state file keeps of a recording: the offset the server holds, the mark of
+    the file when that was sent, and the refusal that file got, if any."""
+
+    offset: int
+    mark: list[Any]
+    refused: str = ""
+
+
+class PushState:
+    """The state file: per server, per recording path, what was sent (Held). Written
+    whole, atomically, after each recording."""
+
+    def __init__(self, path: Path, server: str) -> None:
+        self.path, self.server = path, server
+        try:
+            self._all: dict[str, dict[str, Any]] = json.loads(path.read_text("utf-8"))
+        except (OSError, ValueError):
+            self._all = {}  # none yet, or unreadable: the server says where it stands
+        self._mine = self._all.setdefault(server, {})
+
+    def get(self, recording: Path) -> Held | None:
+        entry = self._mine.get(str(recording))
+        return Held(**entry) if isinstance(entry, dict) else None
+
+    def put(self, recording: Path, held: Held) -> None:
+        self._mine[str(recording)] = asdict(held)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(dir=self.path.parent, prefix=".push-state-")
+        with os.fdopen(fd, "w", encoding="utf-8") as file:
+            json.dump(self._all, file)
+        os.replace(name, self.path)
+
+
+def default_state_file() -> Path:
+    """`$XDG_STATE_HOME/blobviewer/push.json` (default `~/.local/state/...`)."""
+    root = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(root) / "blobviewer" / "push.json"
+
+
+class Pusher:
+    """Pushes recordings to the server at *url* with *token*. *wait*: how long a push
+    goes on trying a server that is down or busy (None: for ever, until *stop* is set)."""
+
+    def __init__(
+        self,
+        url: str,
+        token: str,
+        state: PushState,
+        *,
+        wait: float | None = 60.0,
+        stop: threading.Event | None = None,
+        part_bytes: int = PART_BYTES,
+        host: str | None = None,
+    ) -> None:
+        self.endpoint = url.rstrip("/") + "/api/recordings"
+        self.state = state
+        self.wait, self.part_bytes = wait, part_bytes
+        self.stop = stop or threading.Event()
+        self.host = host or socket.gethostname()
+        self.http = httpx.Client(
+            headers={"Authorization": f"Bearer {token}", "User-Agent": "blobviewer-push"},
+            timeout=httpx.Timeout(120.0, connect=10.0),
+        )
+
+    def close(self) -> None:
+        self.http.close()
+
+    def plan(self, path: Path) -> tuple[FileMark, int] | None:
+        """The file's mark and the offset a push of it would send from; None when it is
+        as last sent (or last refused) and there is nothing to send."""
+        mark = file_mark(path)
+        if mark is None:
+            raise OSError(f"{path}: not a file that can be read")
+        held = self.state.get(path)
+        if held is not None and held.mark == _as_list(mark):
+            return None
+        grows = path.suffix == ".jsonl" and held is not None and not held.refused
+        offset = held.offset if grows and held and held.offset <= mark.size else 0
+        return mark, offset
+
+    def push(self, path: Path) -> Outcome:
+        """Send what the server does not hold of the recording at *path*."""
+        try:
+            planned = self.plan(path)
+        except OSError as error:
+            return Outcome(path, "failed", str(error))
+        if planned is None:
+            return Outcome(path, "unchanged")
+        mark, offset = planned
+        try:
+            return self._send(path, mark, offset)
+        except ServerUnreachable as error:
+            return Outcome(path, "failed", f"{error}; it is sent next time")
+        except OSError as error:
+            return Outcome(path, "failed", f"cannot read it: {error.strerror or error}")
+
+    def _send(self, path: Path, mark: FileMark, offset: int) -> Outcome:
+        sent = 0
+        for _ in range(_CONFLICTS):
+            answer, part_sent = self._parts(path, mark, offset)
+            sent += part_sent
+            if answer.status_code == 409 and "Blobviewer-Offset" in answer.headers:
+                held = int(answer.headers["Blobviewer-Offset"])
+                offset = held if held <= mark.size else 0
+                continue
+            if answer.is_success:
+                body = answer.json()
+                self.state.put(path, Held(int(body["offset"]), _as_list(mark)))
+                sessions = body.get("sessions", [])
+                if not sent and not any(session["new_items"] for session in sessions):
+                    return Outcome(path, "unchanged", "the server holds it already")
+                return Outcome(path, "sent", sent_bytes=sent, sessions=sessions)
+            refusal = answer.text.strip() or f"HTTP {answer.status_code}"
+            if answer.status_code in (401, 413):  # the token, or a server that takes too little
+                return Outcome(path, "failed", refusal)
+            self.state.put(path, Held(0, _as_list(mark), refused=refusal))
+            kind = "skipped" if answer.status_code == NOT_A_RECORDING else "refused"
+            return Outcome(path, kind, refusal)
+        return Outcome(path, "failed", "the file kept changing while it was sent")
+
+    def _parts(self, path: Path, mark: FileMark, offset: int) -> tuple[httpx.Response, int]:
+        """Send the file from *offset* to its marked size, a part a request (the last one
+        final); the answer to the last request made, and the bytes the server took."""
+        prefix = prefix_digest(path, offset) if offset else ""
+        if prefix is None:
+            raise OSError(f"{path} is shorter than before")
+        sent = 0
+        with path.open("rb") as file:
+            while True:
+                file.seek(offset)
+                part = file.read(min(self.part_bytes, mark.size - offset))
+                final = offset + len(part) >= mark.size
+                answer = self._post(path, part, offset, prefix, final)
+                if answer.status_code == 413 and self.part_bytes > 1 << 16:
+                    self.part_bytes //= 2  # the server takes less at a time
+                    continue
+                if not answer.is_success or final:
+                    return answer, sent + (len(part) if answer.is_success else 0)
+                sent += len(part)
+                offset += len(part)
+                prefix = prefix_digest(path, offset) or ""
+
+    def _post(
+        self, path: Path, part: bytes, offset: int, prefix: str, final: bool
+    ) -> httpx.Response:
+        """One request, tried again with backoff while the server is down or busy."""
+        params = {
+            "key": f"{self.host}:{path.resolve()}",
+            "name": path.name,
+            "offset": str(offset),
+            "final": "1" if final else "0",
+        }
+        if offset:
+            params["prefix"] = prefix
+        for delay in self._delays():
+            try:
+                answer = self.http.post(
+                    self.endpoint,
+                    params=params,
+                    content=part,
+                    headers={"Content-Type": "application/octet-stream"},
+                )
+            except (httpx.NetworkError, httpx.TimeoutException, httpx.RemoteProtocolError) as error:
+                problem = f"the server cannot be reached ({type(error).__name__})"
+            else:
+                if answer.status_code not in _AGAIN:
+                    return answer
+                problem = f"the server is busy (HTTP {answer.status_code})"
+            if delay is None or self.stop.wait(delay):
+                raise ServerUnreachable(problem)
+        raise AssertionError("_delays ends with None")
+
+    def _delays(self) -> Iterator[float | None]:
+        """How long to wait after each failed try: doubling from 1 s to MOST_WAIT, until
+        *wait* seconds have been spent; then None (give up)."""
+        waited, delay = 0.0, 1.0
+        while self.wait is None or waited + delay <= self.wait:
+            yield delay
+            waited += delay
+            delay = min(delay * 2, MOST_WAIT)
+        yield None
+
+
+def _as_list(mark: FileMark) -> list[Any]:
+    return [mark.device, mark.inode, mark.size, mark.mtime_ns, mark.edges]
