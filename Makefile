@@ -53,7 +53,7 @@ ARGS ?=
 test: venv node
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy core blobviewer
-	$(PY) -m pytest -n auto $(ARGS)
+	$(PY) -m pytest -n auto --dist loadgroup $(ARGS)
 
 bench: venv node
 	$(PY) bench/core_bench.py

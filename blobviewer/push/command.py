@@ -16,7 +16,13 @@ from typing import TextIO
 from blobviewer.ingest.agent_folders import RecordingFilter, describe_search, find_agent_folders
 from blobviewer.ingest.finding import Links, recording_paths
 from blobviewer.ingest.watch import WatchError, WatchRoot, follow, stop_on_signals
-from blobviewer.push.sending import Outcome, Pusher, PushState, default_state_file
+from blobviewer.push.sending import (
+    Outcome,
+    Pusher,
+    PushState,
+    TokenRefused,
+    default_state_file,
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -99,7 +105,7 @@ def push_command(
                 return 0
             run.push_all(recording_paths(roots, links=links))
         return 1 if run.failed or missing or stop.is_set() else 0
-    except WatchError as error:
+    except (WatchError, TokenRefused) as error:
         err.write(f"blobviewer push: {error}\n")
         return 1
     finally:

@@ -70,6 +70,10 @@ class Outcome:
         return f"{self.path}: {self.kind}" + (f": {self.message}" if self.message else "")
 
 
+class TokenRefused(Exception):
+    """The server does not know the token (401): nothing can be sent with it."""
+
+
 class ServerUnreachable(Exception):
     """The server could not be reached, or stayed busy, for as long as the push may wait."""
 
@@ -97,11 +101,11 @@ class PushState:
         self._mine = self._all.setdefault(server, {})
 
     def get(self, recording: Path) -> Held | None:
-        entry = self._mine.get(str(recording))
+        entry = self._mine.get(str(recording.resolve()))
         return Held(**entry) if isinstance(entry, dict) else None
 
     def put(self, recording: Path, held: Held) -> None:
-        self._mine[str(recording)] = asdict(held)
+        self._mine[str(recording.resolve())] = asdict(held)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd, name = tempfile.mkstemp(dir=self.path.parent, prefix=".push-state-")
         with os.fdopen(fd, "w", encoding="utf-8") as file:
@@ -189,7 +193,9 @@ class Pusher:
                     return Outcome(path, "unchanged", "the server holds it already")
                 return Outcome(path, "sent", sent_bytes=sent, sessions=sessions)
             refusal = answer.text.strip() or f"HTTP {answer.status_code}"
-            if answer.status_code in (401, 413):  # the token, or a server that takes too little
+            if answer.status_code == 401:
+                raise TokenRefused(refusal)
+            if answer.status_code == 413:  # a server that takes less than a part
                 return Outcome(path, "failed", refusal)
             self.state.put(path, Held(0, _as_list(mark), refused=refusal))
             kind = "skipped" if answer.status_code == NOT_A_RECORDING else "refused"

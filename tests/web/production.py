@@ -129,8 +129,18 @@ def serving(tmp_path: Path, database_url: str, **extra_env: str) -> Iterator[Ser
     env = {**production_env(tmp_path, database_url=database_url, port=port), **extra_env}
     data = Path(env["BLOBVIEWER_DATA"])
     log = tmp_path / "serve.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
+    server = Server(f"http://127.0.0.1:{port}", env, data, launch(env, log), log)
+    try:
+        wait_until_listening(server, port)
+        yield server
+    finally:
+        stop(server.process)
+
+
+def launch(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    """`make serve` with *env*, its output appended to *log*."""
+    with log.open("ab") as out:
+        return subprocess.Popen(
             MAKE_SERVE,
             cwd=ROOT,
             env=env,
@@ -139,12 +149,12 @@ def serving(tmp_path: Path, database_url: str, **extra_env: str) -> Iterator[Ser
             stdin=subprocess.DEVNULL,
             start_new_session=True,  # its own process group: make, gunicorn and workers
         )
-    server = Server(f"http://127.0.0.1:{port}", env, data, process, log)
-    try:
-        wait_until_listening(server, port)
-        yield server
-    finally:
-        stop(process)
+
+
+def restart(server: Server) -> None:
+    """Start *server* again (after stop), on the same port, data and database."""
+    server.process = launch(server.env, server.log)
+    wait_until_listening(server, int(server.url.rsplit(":", 1)[1]))
 
 
 def wait_until_listening(server: Server, port: int) -> None:
