@@ -1,6 +1,7 @@
-"""`blobviewer push [--to URL] [--agents] [--watch] [--dry-run] [PATH…]`: send this
-machine's agent recordings to a team server (docs/push.md). Plain Python: no Django
-settings, no database, no Node.js; what it needs is httpx and, to watch, watchfiles."""
+"""The `blobviewer` command of the installed package (pyproject.toml's console script) and
+its `blobviewer push [--to URL] [--agents] [--watch] [--dry-run] [PATH…]`, which sends
+this machine's agent recordings to a team server (docs/push.md). Plain Python: no Django
+settings, no database, no Node.js. The site itself runs from a checkout (README.md)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
@@ -25,7 +27,28 @@ from blobviewer.push.sending import (
 )
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
+def command_line(argv: Sequence[str] | None = None) -> int:
+    """`blobviewer COMMAND ...`; its exit status."""
+    parser = argparse.ArgumentParser(
+        prog="blobviewer", description="Keep big tool outputs out of an agent's context."
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    push = commands.add_parser(
+        "push",
+        help="send this machine's agent recordings to a team server",
+        description="Send agent recordings (Claude Code, Codex, Gemini CLI, OpenHands, "
+        "SWE-agent, blobviewer's own logs) to a blobviewer server, as they are; a grown "
+        "recording sends only its new bytes. The token is read from BLOBVIEWER_TOKEN.",
+    )
+    _add_arguments(push)
+    options = parser.parse_args(argv)
+    try:
+        return push_command(options)
+    except KeyboardInterrupt:  # a second Ctrl-C: stop at once, quietly
+        return 130
+
+
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "paths", nargs="*", type=Path, metavar="PATH", help="recordings or folders of them"
     )
@@ -181,3 +204,7 @@ class _Run:
         )
         self.out.flush()
         self.failed += counts["refused"] + counts["failed"]
+
+
+if __name__ == "__main__":
+    sys.exit(command_line())

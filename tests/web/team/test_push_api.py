@@ -164,7 +164,7 @@ def test_a_session_ingested_on_the_server_without_an_owner_takes_no_push(
 def test_a_file_that_is_no_recording_is_refused_and_not_held(client, secret, data_dir):
     answer = push(client, secret, b'{"not": "a recording"}\n', name="notes.json")
 
-    assert answer.status_code == 400
+    assert answer.status_code == 422
     assert answer.content == b"not a recording in any format blobviewer reads\n"
     assert not list((data_dir / "pushed").rglob("notes.json"))
 
