@@ -1,0 +1,264 @@
+"""Secrets kept out of what is stored: tool outputs, call arguments and messages pass
+`redact` before they become blobs, history items or session logs (docs/redaction.md).
+
+A secret is replaced by `[redacted:<kind>]`. What counts as one is a table of patterns
+for what secrets look like where they are issued: cloud and API keys by their issuers'
+prefixes (AWS `AKIA…`, GCP `AIza…`, OpenAI `sk-proj-…`, Anthropic `sk-ant-…`, GitHub
+`ghp_…`, GitLab `glpat-…`, Slack `xox…`, Stripe `sk_live_…`), Azure storage keys and
+the AWS secret key after their names, PEM private key blocks, JWTs, the password in a URL
+(`postgres://user:PASSWORD@host`), and the value of a `NAME=value` (or `NAME: value`)
+whose name says it is a secret (SECRET, TOKEN, PASSWORD, PASSPHRASE, KEY, CREDENTIALS as
+a part of the name: `DB_PASSWORD`, `API_KEY`, not `MAX_TOKENS` or `KEYBOARD`). There is
+no generic high-entropy rule: hashes, UUIDs, blob ids and base64 data are never secrets
+by their looks alone (detect-secrets' entropy plugins flagged 35,000 such strings in one
+3 MB Claude Code recording, and read it at 0.1 MB/s).
+
+The patterns work on decoded text and on JSON text alike (a secret in a JSON Lines
+recording, with its newlines escaped as `\\n`), and never match a quote or a backslash, so
+a redacted JSON text is still JSON. Redaction is deterministic: the same text redacts to
+the same text, so a recording read again gives the same items.
+
+`BLOBVIEWER_REDACT=off` turns it off (docs/redaction.md says what that risks).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+# A value of `NAME=value` shorter than this is not taken for a secret (`TOKEN=1`).
+_SHORTEST_VALUE = 8
+
+
+# (kind, pattern, needles): the part to replace is the group `secret`, else the whole
+# match. Each pattern begins with a literal, which the regular expression engine finds
+# fast, and is only tried on a text holding one of its needles (a plain substring test).
+# A match must begin at a word's start (checked apart: a leading `\b` would make the
+# engine try the pattern at every character). Order matters where one pattern's match
+# holds another's (an Anthropic key is an `sk-` key).
+_PATTERNS: list[tuple[str, str, tuple[str, ...]]] = [
+    (
+        "private_key",
+        r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
+        r"(?:[^\"']{0,16000}?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
+        r"|[A-Za-z0-9+/=\s\\]{0,16000})",
+        ("PRIVATE KEY",),
+    ),
+    ("anthropic_key", r"sk-ant-[a-z0-9]{2,12}-[A-Za-z0-9_-]{20,}", ("sk-ant-",)),
+    ("openai_key", r"sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{20,}", ("sk-",)),
+    ("openai_key", r"sk-[A-Za-z0-9]{20}T3BlbkFJ[A-Za-z0-9]{20}\b", ("T3BlbkFJ",)),
+    ("openai_key", r"sk-[A-Za-z0-9]{48}\b", ("sk-",)),
+    ("aws_access_key", r"(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b", ("AKIA", "ASIA", "ABIA", "ACCA")),
+    (
+        "aws_secret_key",
+        r"(?i:aws_?secret_?access_?key)(?:\\?[\"'])?[ \t]*[=:][ \t]*(?:\\?[\"'])?"
+        r"(?P<secret>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])",
+        ("AWS_SECRET", "aws_secret", "awsSecret", "AwsSecret"),
+    ),
+    ("gcp_api_key", r"AIza[0-9A-Za-z_-]{35}\b", ("AIza",)),
+    ("azure_storage_key", r"AccountKey=(?P<secret>[A-Za-z0-9+/]{86}==)", ("AccountKey=",)),
+    ("github_token", r"gh[pousr]_[A-Za-z0-9]{36,255}\b", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
+    ("github_token", r"github_pat_[A-Za-z0-9_]{60,255}\b", ("github_pat_",)),
+    ("gitlab_token", r"glpat-[A-Za-z0-9_-]{20,}", ("glpat-",)),
+    ("slack_token", r"xox[abposr]-[A-Za-z0-9-]{10,}", ("xox",)),
+    (
+        "slack_webhook",
+        r"hooks\.slack\.com/services/(?P<secret>T[A-Z0-9]+/B[A-Z0-9]+/[A-Za-z0-9]+)",
+        ("hooks.slack.com",),
+    ),
+    ("stripe_key", r"sk_(?:live|test)_[A-Za-z0-9]{16,}\b", ("sk_live_", "sk_test_")),
+    ("stripe_key", r"rk_(?:live|test)_[A-Za-z0-9]{16,}\b", ("rk_live_", "rk_test_")),
+    ("jwt", r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", ("eyJ",)),
+    (
+        "url_password",
+        r"://[^\s:/@\"'\\<>\[\]]{1,200}:(?P<secret>[^\s/@\"'\\<>\[\]]{1,200})@",
+        ("://",),
+    ),
+]
+_COMPILED = [
+    (kind, re.compile(pattern, re.DOTALL), needles) for kind, pattern, needles in _PATTERNS
+]
+# Every pattern's needles in one expression: one pass tells which patterns to try.
+_ANY_NEEDLE = re.compile("|".join(re.escape(n) for _, _, needles in _PATTERNS for n in needles))
+# `NAME=value` (or `NAME: value`, `"NAME": "value"`) where the name says secret: the
+# parts of a name (split at `_`, `.`, `-` and where lower case turns upper) that make it
+# one, and the parts before KEY that do (API_KEY, SECRET_KEY; not CACHE_KEY).
+_SECRET_PARTS = {
+    "secret",
+    "token",
+    "password",
+    "passwd",
+    "passphrase",
+    "credential",
+    "credentials",
+    "apikey",
+    "pwd",
+}
+_KEY_AFTER = {
+    "api",
+    "secret",
+    "private",
+    "access",
+    "client",
+    "master",
+    "encryption",
+    "signing",
+    "auth",
+    "app",
+    "service",
+    "account",
+    "subscription",
+    "license",
+    "deploy",
+    "ssh",
+}
+_NEEDLES = ("secret", "token", "passw", "passphrase", "credential", "pwd", "key")
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+_NAME_PARTS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+_ASSIGNED = re.compile(
+    r"(?:\\?[\"'])?[ \t]*[=:][ \t]*(?P<quote>\\?[\"'])?(?P<secret>[^\s\"'\\,;]+)"
+)
+# A word's character: a match must not begin right after one.
+_WORD = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
+# Values of `NAME=value` that are code rather than a secret: calls, indexes, dotted names.
+_EXPRESSION = re.compile(r"[()\[\]{}]|^[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+$")
+# Values that are no secret: placeholders and references.
+_PLACEHOLDER = re.compile(
+    r"^(?:\$.*|<.*|\{.*|%.*|\*+|x+|\.+|-+|none|null|true|false|redacted.*|\[redacted.*"
+    r"|changeme|your[_-].*|example.*|placeholder.*|\d+)$",
+    re.IGNORECASE,
+)
+
+
+def redaction_enabled() -> bool:
+    """Whether redaction is on: unless BLOBVIEWER_REDACT is `off` (or 0, false, no)."""
+    return os.environ.get("BLOBVIEWER_REDACT", "").strip().lower() not in (
+        "off",
+        "0",
+        "false",
+        "no",
+    )
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A secret found: its kind, and where it is in the text (start, end)."""
+
+    kind: str
+    start: int
+    end: int
+
+
+def find_secrets(text: str) -> list[Finding]:
+    """The secrets in *text*, in order, none overlapping another."""
+    lowered = text.lower()
+    candidates: list[Finding] = []
+    present = set(_ANY_NEEDLE.findall(text))
+    for kind, pattern, needles in _COMPILED if present else ():
+        if present.isdisjoint(needles):
+            continue
+        for match in pattern.finditer(text):
+            at = match.start()
+            if at and text[at - 1] in _WORD and kind != "url_password":
+                continue  # inside a word: not where such a secret begins
+            group = "secret" if "secret" in pattern.groupindex else 0
+            if kind == "url_password" and _PLACEHOLDER.match(match.group("secret")):
+                continue
+            candidates.append(Finding(kind, *match.span(group)))
+    if any(needle in lowered for needle in _NEEDLES):
+        candidates += _named_secrets(text, lowered)
+    found: list[Finding] = []
+    for finding in sorted(candidates, key=lambda f: (f.start, -f.end)):
+        if not found or finding.start >= found[-1].end:
+            found.append(finding)
+    return found
+
+
+def _named_secrets(text: str, lowered: str) -> list[Finding]:
+    """The values of `NAME=value` whose name says secret (see _named_value)."""
+    found, names = [], set()
+    for needle in _NEEDLES:
+        at = lowered.find(needle)
+        while at >= 0:
+            start, end = at, at + len(needle)
+            while start and text[start - 1] in _NAME_CHARS:
+                start -= 1
+            while end < len(text) and text[end] in _NAME_CHARS:
+                end += 1
+            if start not in names:
+                names.add(start)
+                name = text[start:end].strip(".-")
+                assigned = _ASSIGNED.match(text, start + len(text[start:end].rstrip(".-")))
+                quoted = assigned is not None and bool(assigned.group("quote"))
+                value = assigned.group("secret") if assigned else ""
+                if assigned and _says_secret(name) and _named_value(name, value, quoted=quoted):
+                    found.append(Finding("named_secret", *assigned.span("secret")))
+            at = lowered.find(needle, end)
+    return found
+
+
+def _says_secret(name: str) -> bool:
+    parts = [part.lower() for part in _NAME_PARTS.findall(name)]
+    for index, part in enumerate(parts):
+        if part in _SECRET_PARTS or (part == "key" and index and parts[index - 1] in _KEY_AFTER):
+            return True
+    return False
+
+
+def _named_value(name: str, value: str, *, quoted: bool) -> bool:
+    """Whether the value of a `NAME=value` whose name says secret is one: at least
+    _SHORTEST_VALUE characters, no placeholder, no expression (a call, an index, a dotted
+    name: code that reads a secret from elsewhere); and, unless the name is an
+    environment variable's (UPPER_CASE) and the value stands alone, a literal in quotes
+    that mixes letters and digits or is long (a variable in code named `token` or
+    `apiKey` usually holds another variable, not a secret)."""
+    if len(value) < _SHORTEST_VALUE or _PLACEHOLDER.match(value) or _EXPRESSION.search(value):
+        return False
+    mixed = any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
+    if name.isupper():
+        return quoted or mixed or not value.isidentifier()
+    return quoted and (mixed or len(value) >= 24)
+
+
+def redact(text: str) -> tuple[str, Counter[str]]:
+    """*text* with each secret replaced by `[redacted:<kind>]`, and the kinds replaced."""
+    if not text:
+        return text, Counter()
+    found = find_secrets(text)
+    if not found:
+        return text, Counter()
+    pieces, at = [], 0
+    for finding in found:
+        pieces += [text[at : finding.start], f"[redacted:{finding.kind}]"]
+        at = finding.end
+    pieces.append(text[at:])
+    return "".join(pieces), Counter(finding.kind for finding in found)
+
+
+def redact_value(value: Any) -> tuple[Any, Counter[str]]:
+    """A JSON value with every string in it (keys aside) redacted, and the kinds: the
+    string of a key that says secret (`{"api_key": "..."}`) as a `NAME=value` is."""
+    counts: Counter[str] = Counter()
+
+    def walk(item: Any, name: str = "") -> Any:
+        if isinstance(item, str):
+            if name and _says_secret(name) and _named_value(name, item, quoted=True):
+                counts["named_secret"] += 1
+                return "[redacted:named_secret]"
+            redacted, kinds = redact(item)
+            counts.update(kinds)
+            return redacted
+        if isinstance(item, list):
+            return [walk(part) for part in item]
+        if isinstance(item, dict):
+            return {key: walk(part, str(key)) for key, part in item.items()}
+        return item
+
+    return walk(value), counts
+
+
+Redactor = Callable[[str], tuple[str, Counter[str]]]
