@@ -60,6 +60,8 @@ class Session(models.Model):
     error_count = models.PositiveIntegerField(default=0)
     # How the run ended, where the recording says (e.g. "submitted", "end_turn").
     status = models.CharField(max_length=100, blank=True)
+    # The secrets redacted out of its items (the sum of their `redactions`).
+    redaction_count = models.PositiveIntegerField(default=0)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -132,6 +134,8 @@ class Item(models.Model):
     # A tool result's title where its importer knows better than the call's arguments say
     # (a Codex poll: `npm test · poll 2`); search hits name the step by it.
     title = models.CharField(max_length=200, blank=True)
+    # How many secrets were redacted out of it before it was stored (core.redaction).
+    redactions = models.PositiveIntegerField(default=0)
 
     class Meta:
         ordering = ["session", "seq"]

@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -261,4 +261,24 @@ def redact_value(value: Any) -> tuple[Any, Counter[str]]:
     return walk(value), counts
 
 
-Redactor = Callable[[str], tuple[str, Counter[str]]]
+def redact_title(title: str) -> str:
+    """A session's title, redacted (unless redaction is off)."""
+    return redact(title)[0] if redaction_enabled() else title
+
+
+def redact_item(record: Mapping[str, Any]) -> dict[str, Any]:
+    """A history item's record (docs/session-log.md) with its text, output, call
+    arguments, note and title redacted, and `redactions`: how many secrets that took
+    (the record as it is, plus `redactions: 0`, when redaction is off)."""
+    redacted = dict(record)
+    counts: Counter[str] = Counter()
+    if redaction_enabled():
+        for field in ("text", "output", "note", "title"):
+            if isinstance(redacted.get(field), str):
+                redacted[field], kinds = redact(redacted[field])
+                counts.update(kinds)
+        if isinstance(redacted.get("tool_calls"), list):
+            redacted["tool_calls"], kinds = redact_value(redacted["tool_calls"])
+            counts.update(kinds)
+    redacted["redactions"] = sum(counts.values())
+    return redacted

@@ -29,6 +29,7 @@ from blobviewer.ingest.importers.json_lines import DEFAULT_MAX_RECORD
 from blobviewer.ingest.marks import DEFAULT_BLOB_BYTES, file_mark, ingest_shape, path_key
 from blobviewer.ingest.progress import PassTally
 from core.agent.policy import DEFAULT_POLICY
+from core.redaction import redaction_enabled
 
 BASE_DIR = Path(__file__).resolve().parents[2]
 # Settings that change what an ingest stores or where: any of them set, Django decides.
@@ -74,7 +75,9 @@ def answered_before_django(args: list[str], *, out: TextIO = sys.stdout) -> bool
     if links.unsaid_any():
         return False
     files = files if accepts is None else [f for f in files if f[1] or accepts(f[0])]
-    shape = ingest_shape(DEFAULT_POLICY, DEFAULT_MAX_RECORD, DEFAULT_BLOB_BYTES, None, False)
+    shape = ingest_shape(
+        DEFAULT_POLICY, DEFAULT_MAX_RECORD, DEFAULT_BLOB_BYTES, None, False, redaction_enabled()
+    )
     try:
         if not _all_unchanged(database, [path for path, _ in files], shape):
             return False

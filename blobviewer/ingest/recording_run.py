@@ -22,6 +22,7 @@ from blobviewer.ingest.recording_files import Opened, ReadState
 from blobviewer.ingest.sessions import ingest_recordings
 from blobviewer.ingest.unchanged import Seen
 from blobviewer.search.indexing import blob_bytes_limit
+from core.redaction import redaction_enabled
 from core.store import BlobStore
 
 
@@ -51,7 +52,14 @@ class IngestRun:
         since a copy of it is kept (kept_recordings)."""
         owner = self.options.owner.pk if self.options.owner is not None else None
         keeps = self.copies is not None
-        shape = ingest_shape(self.options.policy, self.max_record, blob_bytes_limit(), owner, keeps)
+        shape = ingest_shape(
+            self.options.policy,
+            self.max_record,
+            blob_bytes_limit(),
+            owner,
+            keeps,
+            redaction_enabled(),  # what it redacts is stored
+        )
         return Seen(shape, fresh=self.options.rebuild or self.options.force, whole=keeps)
 
     def outcomes(

@@ -61,6 +61,7 @@ class PendingItem:
     context_tokens: int | None
     note: str
     title: str = ""
+    redactions: int = 0
     duration: timedelta | None = None
     id: int | None = None  # the row's pk, once inserted (a rebuild keeps the old one)
 
@@ -108,8 +109,13 @@ def item_row(
         stored_tokens(get("context_tokens")),
         storable_text(get("note")),
         title=storable_text(get("title"))[:200],
+        redactions=_count(get("redactions")),
         id=pk,
     )
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
 # --- digests ----------------------------------------------------------------------------

@@ -50,6 +50,7 @@ from blobviewer.ingest.writing import SessionWrite, session_fields, write_sessio
 from blobviewer.search.folding import storable
 from blobviewer.search.indexing import index_session
 from core.agent.session_log import SessionLog
+from core.redaction import redact_item
 from core.store import BlobStore
 
 
@@ -333,9 +334,11 @@ def _prepare(
 ) -> SessionWrite:
     """Everything the transaction writes, made before it: outputs promoted and stored,
     item rows, the facts of the blobs they reference."""
-    new_records = [promotions.promoted(record) for record in plan.new]
+    # Secrets go before anything is stored (core.redaction): the items, and the blobs
+    # their outputs are promoted to.
+    new_records = [promotions.promoted(redact_item(record)) for record in plan.new]
     rederived_records = [
-        promotions.promoted(record, reuse=plan.old_blobs.get(record["seq"]))
+        promotions.promoted(redact_item(record), reuse=plan.old_blobs.get(record["seq"]))
         for record in plan.rederived
     ]
     new_items = [item_row(session_id, source.path, record) for record in new_records]

@@ -35,6 +35,7 @@ from blobviewer.timeline.facts import (
     set_new_session_facts,
     update_session_facts,
 )
+from core.redaction import redact_title
 
 _BATCH = 500
 TOTAL_FIELDS = (
@@ -80,7 +81,7 @@ def session_fields(
 ) -> dict[str, Any]:
     """The session row's columns that the header and the recording give."""
     return {
-        "title": storable(str(header.get("title") or ""))[:500],
+        "title": storable(redact_title(str(header.get("title") or "")))[:500],
         "model": storable(str(header.get("model") or ""))[:200],
         "meta": storable_json(header.get("meta") or {}),
         "created_at": session_created_at(header, session_id, kept=plan.kept_created_at),

@@ -7,6 +7,7 @@
 - `step_count`: tool results paired with a call by call id (a call in any assistant item
   of the session with the result's `call_id`).
 - `error_count`: tool results marked `is_error`.
+- `redaction_count`: the secrets redacted out of its items (core.redaction).
 - `status`: how the run ended, as the recording says (the importer puts it in the header);
   "" when it does not say.
 - `Item.duration` of a tool result: from the time of the assistant item that made the call
@@ -25,7 +26,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
-from django.db.models import Count, Max, Min, Q
+from django.db.models import Count, Max, Min, Q, Sum
 
 from blobviewer.models import Item, Session
 
@@ -48,19 +49,29 @@ def update_session_facts(
         first=Min("at"),
         last=Max("at"),
         errors=Count("pk", filter=Q(type=Item.Type.TOOL_RESULT, is_error=True)),
+        redactions=Sum("redactions"),
     )
     _set_facts(
         session,
         times=[facts["first"], facts["last"], recorded_start, recorded_end],
         step_count=step_count,
         error_count=facts["errors"],
+        redaction_count=facts["redactions"] or 0,
         status=status,
     )
     session.save(update_fields=[*FACT_FIELDS, "updated_at"])
 
 
 # The Session fields update_session_facts sets.
-FACT_FIELDS = ("started_at", "ended_at", "duration", "step_count", "error_count", "status")
+FACT_FIELDS = (
+    "started_at",
+    "ended_at",
+    "duration",
+    "step_count",
+    "error_count",
+    "redaction_count",
+    "status",
+)
 
 
 def set_new_session_facts(
@@ -88,6 +99,7 @@ def set_new_session_facts(
         times=[min(times, default=None), max(times, default=None), recorded_start, recorded_end],
         step_count=step_count,
         error_count=error_count,
+        redaction_count=sum(item.redactions for item in items),
         status=status,
     )
 
@@ -101,6 +113,7 @@ class StepItem(Protocol):
     tool_calls: Any
     call_id: str
     is_error: bool
+    redactions: int
     duration: timedelta | None
 
 
@@ -114,6 +127,7 @@ def _set_facts(
     times: list[datetime | None],
     step_count: int,
     error_count: int,
+    redaction_count: int,
     status: str,
 ) -> None:
     """*times*: the items' first and last time, and the recording's own start and end."""
@@ -129,6 +143,7 @@ def _set_facts(
     )
     session.step_count = step_count
     session.error_count = error_count
+    session.redaction_count = redaction_count
     session.status = status[:100]
 
 
