@@ -11,7 +11,7 @@ import pytest
 from core.redaction import find_secrets, redact, redact_value, redaction_enabled
 
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
-EXPECTED = REAL / "expected-redactions.tsv"
+EXPECTED = REAL.parent / "real-recordings-redactions.tsv"
 
 # One planted secret of every kind, as it shows in an output (fake: made for this test).
 PLANTED = {

@@ -9,13 +9,14 @@ from blobviewer.data_dir import blob_store
 from blobviewer.models import Session
 from core.content import Stored, utf8_size
 from core.promotion import promote
+from core.redaction import redact_item
 from core.store.blob_id import BLOB_REF
 
 
 def assert_big_outputs_read_back(records: list[dict[str, Any]], session: Session) -> int:
-    """Every tool output over 800 bytes in *records* is its blob, byte for byte, and counts
-    its received bytes; every smaller one is the item's output as is. Returns how many
-    outputs were big."""
+    """Every tool output over 800 bytes in *records* is its blob, byte for byte (its
+    secrets redacted, as ingest stores it: core.redaction), and counts its received bytes;
+    every smaller one is the item's output as is. Returns how many outputs were big."""
     store = blob_store()
     items = {item.seq: item for item in session.items.all()}
     big = 0
@@ -23,12 +24,13 @@ def assert_big_outputs_read_back(records: list[dict[str, Any]], session: Session
         if record["type"] != "tool_result":
             continue
         item = items[record["seq"]]
-        promoted = promote(record["output"])
+        output = redact_item(record)["output"]
+        promoted = promote(output)
         if not isinstance(promoted, Stored):
-            assert item.output == record["output"]
+            assert item.output == output
             continue
         big += 1
         blob_id = BLOB_REF.match(item.output).group(1)
         assert store.load_sync(blob_id) == promoted.content
-        assert item.received_bytes == utf8_size(record["output"])
+        assert item.received_bytes == utf8_size(output)
     return big
