@@ -128,3 +128,17 @@ def test_our_own_log_is_redacted_the_same_way_and_a_grown_log_keeps_its_items(
     assert Item.objects.filter(session_id=session_id).count() == 3
     assert not any(secret in everything_stored(data_dir) for secret in SECRETS)
     assert Session.objects.get(id=session_id).redaction_count == 2
+
+
+def test_the_session_page_says_how_many_secrets_were_redacted(
+    claude_session, data_dir, logged_in_client
+):
+    ingest(claude_session)
+    session = Session.objects.get()
+
+    page = logged_in_client.get(f"/sessions/{session.id}/").content.decode()
+
+    assert "2 secrets redacted" in page  # the step that read .env
+    assert "1 secret redacted" in page  # the question that quoted a token
+    assert '<dt>Secrets redacted</dt>' in page and ">4</dd>" in page
+    assert not any(secret in page for secret in SECRETS)
