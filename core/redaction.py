@@ -268,8 +268,9 @@ def redact_title(title: str) -> str:
 
 def redact_item(record: Mapping[str, Any]) -> dict[str, Any]:
     """A history item's record (docs/session-log.md) with its text, output, call
-    arguments, note and title redacted, and `redactions`: how many secrets that took
-    (the record as it is, plus `redactions: 0`, when redaction is off)."""
+    arguments, note and title redacted, and `redactions` the secrets redacted out of it,
+    now and before (a record that says how many its writer redacted: the Worker's); no
+    `redactions` when there were none. The record as it is when redaction is off."""
     redacted = dict(record)
     counts: Counter[str] = Counter()
     if redaction_enabled():
@@ -280,5 +281,24 @@ def redact_item(record: Mapping[str, Any]) -> dict[str, Any]:
         if isinstance(redacted.get("tool_calls"), list):
             redacted["tool_calls"], kinds = redact_value(redacted["tool_calls"])
             counts.update(kinds)
-    redacted["redactions"] = sum(counts.values())
+    before = record.get("redactions")
+    total = sum(counts.values()) + (before if isinstance(before, int) and before > 0 else 0)
+    if total:
+        redacted["redactions"] = total
     return redacted
+
+
+def redact_text(text: str) -> tuple[str, int]:
+    """*text* redacted (unless redaction is off), and how many secrets that took."""
+    if not redaction_enabled():
+        return text, 0
+    redacted, kinds = redact(text)
+    return redacted, sum(kinds.values())
+
+
+def redact_json(value: Any) -> tuple[Any, int]:
+    """A JSON value redacted (unless redaction is off), and how many secrets that took."""
+    if not redaction_enabled():
+        return value, 0
+    redacted, kinds = redact_value(value)
+    return redacted, sum(kinds.values())

@@ -31,6 +31,7 @@ class ToolResult:
     tool: str
     output: str
     is_error: bool = False
+    redactions: int = 0  # secrets replaced in the output before anyone saw it (core.redaction)
 
 
 Item = UserMessage | AssistantMessage | ToolResult
@@ -50,13 +51,14 @@ def item_to_record(item: Item) -> dict[str, Any]:
         calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in item.tool_calls]
         return {"type": "assistant", "text": item.text, "tool_calls": calls}
     if isinstance(item, ToolResult):
-        return {
+        record = {
             "type": "tool_result",
             "call_id": item.call_id,
             "tool": item.tool,
             "output": item.output,
             "is_error": item.is_error,
         }
+        return {**record, "redactions": item.redactions} if item.redactions else record
     raise TypeError(f"not a history item: {type(item).__name__}")
 
 
@@ -82,8 +84,13 @@ def item_from_record(record: dict[str, Any]) -> Item:
             is_error = record.get("is_error", False)
             if not isinstance(is_error, bool):
                 raise RecordError("is_error must be true or false")
+            redactions = record.get("redactions", 0)
             return ToolResult(
-                _str(record, "call_id"), _str(record, "tool"), _str(record, "output"), is_error
+                _str(record, "call_id"),
+                _str(record, "tool"),
+                _str(record, "output"),
+                is_error,
+                redactions if isinstance(redactions, int) and redactions > 0 else 0,
             )
     except AttributeError:
         raise RecordError("tool calls must be objects") from None

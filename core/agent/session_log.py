@@ -17,6 +17,7 @@ import orjson
 
 from core.agent.history import ITEM_TYPES, Item, RecordError, item_from_record, item_to_record
 from core.json_values import JsonError, parse_json
+from core.redaction import redact_item
 from core.store.blob_id import new_blob_id, parse_blob_id
 from core.store.errors import InvalidBlobId
 
@@ -80,7 +81,8 @@ class SessionLogWriter:
     def append(self, item: Item) -> dict[str, Any]:
         """Write one item; returns the record as written (with its seq and time)."""
         self._seq += 1
-        record = {"seq": self._seq, "at": now_iso(), **item_to_record(item)}
+        # Secrets are redacted before the line is written (core.redaction).
+        record = {"seq": self._seq, "at": now_iso(), **redact_item(item_to_record(item))}
         record = {"type": record.pop("type"), **record}
         self._write(record)
         return record

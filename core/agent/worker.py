@@ -30,6 +30,7 @@ from core.content import Inline, Stored, Structured, Text, ToolOutput, utf8_size
 from core.inspect_tool import INSPECT_NAME, InspectTool
 from core.json_values import dumps_for_storage
 from core.promotion import admit, promote
+from core.redaction import redact_json, redact_text
 from core.store import BlobStore
 from core.store.blob_id import BlobId
 from core.store.errors import BlobStoreError
@@ -165,31 +166,39 @@ class Worker:
         except ArgumentsError as error:
             return _error(tool_call, f"invalid arguments for {tool.name}: {error}")
         try:
-            output, received = await self._execute(tool, dict(tool_call.arguments))
+            output, received, redactions = await self._execute(tool, dict(tool_call.arguments))
         except ToolError as error:
             return _error(tool_call, excerpt(str(error), _MESSAGE_LIMIT) or f"{tool.name} failed")
         except Exception as error:  # a tool's bug must not end the run; the model hears of it
             return _error(tool_call, f"{tool.name} failed: {_describe(error)}")
-        return await self._admit(tool_call, output, received)
+        return await self._admit(tool_call, output, received, redactions)
 
-    async def _execute(self, tool: Tool, args: dict[str, Any]) -> tuple[ToolOutput, int]:
+    async def _execute(self, tool: Tool, args: dict[str, Any]) -> tuple[ToolOutput, int, int]:
+        """The tool's output, the bytes it returned, and how many secrets were redacted
+        out of it (core.redaction): before the model, the store or the log sees it."""
         if isinstance(tool, OutputTool):
             output = await tool.execute_output(args)
             if not isinstance(output, Inline | Stored):
                 raise TypeError(f"execute_output returned {type(output).__name__}")
-            return output, _size_of(output)
+            received = _size_of(output)
+            output, redactions = _redacted(output)
+            return output, received, redactions
         text = await tool.execute(args)
         if not isinstance(text, str):
             raise TypeError(f"execute returned {type(text).__name__}, not a str")
         received = utf8_size(text)
-        text = _unwrapped(text)
+        text, redactions = redact_text(_unwrapped(text))
         # Without a store there is nothing to promote to: the output stays whole.
         output = promote(text, self.policy) if self.blob_store is not None else Inline(text)
-        return output, received
+        return output, received, redactions
 
-    async def _admit(self, tool_call: ToolCall, output: ToolOutput, received: int) -> _Outcome:
+    async def _admit(
+        self, tool_call: ToolCall, output: ToolOutput, received: int, redactions: int = 0
+    ) -> _Outcome:
         if self.blob_store is None:
-            result = ToolResult(tool_call.id, tool_call.name, output_text(output))
+            result = ToolResult(
+                tool_call.id, tool_call.name, output_text(output), redactions=redactions
+            )
             return _Outcome(result, received)
         try:
             admitted = await admit(output, self.blob_store, self.policy)
@@ -198,7 +207,7 @@ class Worker:
             return _error(
                 tool_call, f"{message}: {excerpt(str(error), _MESSAGE_LIMIT)}", received=received
             )
-        result = ToolResult(tool_call.id, tool_call.name, admitted.text)
+        result = ToolResult(tool_call.id, tool_call.name, admitted.text, redactions=redactions)
         return _Outcome(result, received, admitted.blob_id)
 
     # -- history ------------------------------------------------------------------------
@@ -292,3 +301,16 @@ def _unwrapped(text: str) -> str:
     if not unwrapped.note:
         return unwrapped.text
     return unwrapped.text.removesuffix("\n") + f"\n[{unwrapped.note}]"
+
+
+def _redacted(output: ToolOutput) -> tuple[ToolOutput, int]:
+    """An OutputTool's output with its secrets redacted, and how many."""
+    if isinstance(output, Inline):
+        text, redactions = redact_text(output.text)
+        return Inline(text), redactions
+    content = output.content
+    if isinstance(content, Structured):
+        value, redactions = redact_json(content.value)
+        return Stored(Structured(value)), redactions
+    text, redactions = redact_text(content.text)
+    return Stored(Text(text)), redactions

@@ -84,6 +84,7 @@ class Recorder(Protocol):
         agent_text: str,
         blob_ids: list[str],
         is_error: bool,
+        redactions: int = 0,
     ) -> None: ...
 
     def close(self) -> None: ...
@@ -177,10 +178,16 @@ class _Recording:
         )
 
     def add(
-        self, tool: str, arguments: dict[str, Any], text: str, blob_ids: list[str], error: bool
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        text: str,
+        blob_ids: list[str],
+        error: bool,
+        redactions: int = 0,
     ) -> None:
         if self._recorder is not None:
-            self._send.send_nowait((tool, arguments, text, blob_ids, error))
+            self._send.send_nowait((tool, arguments, text, blob_ids, error, redactions))
 
     async def run(self) -> None:
         if self._recorder is None:
@@ -318,7 +325,7 @@ class Proxy:
     def _record(self, tool: str, arguments: dict[str, Any], promoted: PromotedResult) -> None:
         blob_ids = [str(blob_id) for blob_id in promoted.blob_ids]
         error = promoted.result.get("isError") is True
-        self._recording.add(tool, arguments, promoted.text, blob_ids, error)
+        self._recording.add(tool, arguments, promoted.text, blob_ids, error, promoted.redactions)
 
     # -- resources, prompts, completions --
 

@@ -106,17 +106,24 @@ class ProxyRecorder:
         agent_text: str,
         blob_ids: list[str],
         is_error: bool,
+        redactions: int = 0,
     ) -> None:
         """Record one forwarded call: its tool and arguments, and *agent_text*, what the
         agent got back; *blob_ids* are the blobs the call's result was promoted to (they
-        make an upload start). Never raises."""
+        make an upload start); *redactions* the secrets redacted out of it. Never raises."""
         try:
-            self._record(tool, arguments, agent_text, blob_ids, is_error)
+            self._record(tool, arguments, agent_text, blob_ids, is_error, redactions)
         except Exception as error:  # noqa: BLE001 (a recording must never fail the call)
             self._warn(f"cannot record a call of {tool!r}: {error}")
 
     def _record(
-        self, tool: str, arguments: Any, agent_text: str, blob_ids: Sequence[str], is_error: bool
+        self,
+        tool: str,
+        arguments: Any,
+        agent_text: str,
+        blob_ids: Sequence[str],
+        is_error: bool,
+        redactions: int,
     ) -> None:
         with self._lock:
             if not self._recording or self._closed or self._broken:
@@ -129,7 +136,9 @@ class ProxyRecorder:
             # Both items in one turn of the lock, so concurrent calls never interleave
             # between a call and its result.
             writer.append(AssistantMessage("", (ToolCall(call_id, tool, arguments),)))
-            writer.append(ToolResult(call_id, tool, agent_text, is_error=is_error))
+            writer.append(
+                ToolResult(call_id, tool, agent_text, is_error=is_error, redactions=redactions)
+            )
         if self._uploader is not None and blob_ids:
             self._uploader.request(blob_ids)
 

@@ -14,6 +14,8 @@ The unit is the result, not each content block (docs/mcp.md#what-the-proxy-does-
   gets a `resource_link` to `blob://<id>`. A result with nothing to promote is returned
   as the very same dict, so small results reach the agent byte for byte. `isError`
   and `_meta` are kept.
+- Before any of that, secrets in its text and JSON are redacted (core.redaction): the
+  agent, the store and the log see `[redacted:<kind>]` in their place.
 
 Results here are the wire's dicts (camelCase keys), as the proxy receives them.
 """
@@ -21,7 +23,7 @@ Results here are the wire's dicts (camelCase keys), as the proxy receives them.
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from core.agent.policy import DEFAULT_POLICY, Policy
@@ -29,6 +31,7 @@ from core.content import Stored, Structured
 from core.json_values import JsonError, dumps_for_storage, parse_json
 from core.mcp.blobs import blob_uri
 from core.promotion import admit_sync, promote
+from core.redaction import redact_json
 from core.store import BlobStore
 from core.store.blob_id import BlobId
 from core.store.errors import BlobStoreError
@@ -45,12 +48,23 @@ class PromotedResult:
     result: dict[str, Any]
     text: str  # the text blocks the agent reads, joined: what the session log records
     blob_ids: tuple[BlobId, ...] = ()
+    redactions: int = 0  # secrets redacted out of the result
 
 
 def promote_result(
     raw: dict[str, Any], store: BlobStore, policy: Policy = DEFAULT_POLICY
 ) -> PromotedResult:
     """Promote the CallToolResult *raw*; blocking (it writes blobs): run it in a thread."""
+    redacted, redactions = redact_json(
+        {k: raw[k] for k in ("content", "structuredContent") if k in raw}
+    )
+    if redactions:
+        raw = {**raw, **redacted}
+    promoted = _promoted(raw, store, policy)
+    return replace(promoted, redactions=redactions) if redactions else promoted
+
+
+def _promoted(raw: dict[str, Any], store: BlobStore, policy: Policy) -> PromotedResult:
     content = raw.get("content")
     blocks: list[Any] = content if isinstance(content, list) else []
     texts = {i: text for i, block in enumerate(blocks) if (text := _text_of(block)) is not None}

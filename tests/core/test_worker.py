@@ -488,3 +488,58 @@ def test_each_item_is_in_the_log_before_the_model_is_asked_again(tmp_path: Path)
         )
         run(Worker(client, [read_file], session_log=log))
     assert seen == [3]  # user message, assistant message, tool result
+
+
+# -- secrets ------------------------------------------------------------------------------------
+
+ENV = "OPENAI_API_KEY=sk-proj-" + "Ab3" * 20 + "\nDEBUG=true\n"
+TOKEN = "ghp_" + "a1B2" * 9
+
+
+@tool
+def read_env(big: bool = False) -> str:
+    """Read the .env file.
+
+    Args:
+        big: with 50 KB of log after it
+    """
+    return ENV + (f"pushed with {TOKEN}\n" + BIG if big else "")
+
+
+def test_secrets_in_a_tool_output_are_redacted_before_the_model_the_store_or_the_log_sees_them(
+    tmp_path: Path, store: FsBlobStore
+) -> None:
+    seen: list[str] = []
+
+    def model_reads(history: Sequence[Item]) -> AssistantMessage:
+        seen.extend(item.output for item in history if isinstance(item, ToolResult))
+        return AssistantMessage(f"the token was {TOKEN}")  # the model repeats a secret
+
+    client = ScriptedClient(
+        [AssistantMessage("", (call("read_env"), call("read_env", big=True))), model_reads]
+    )
+    with SessionLogWriter(tmp_path / "sessions") as log:
+        result = run(Worker(client, [read_env], store, session_log=log))
+
+    small, big = results(result)
+    assert (small.redactions, big.redactions) == (1, 2)
+    assert "[redacted:openai_key]" in small.output and "sk-proj-" not in small.output
+    stored = store.load_sync(blob_in(result.items, 1))
+    assert isinstance(stored, Text) and "[redacted:github_token]" in stored.text
+    assert not any("sk-proj-" in text or TOKEN in text for text in [*seen, stored.text])
+    logged = log.path.read_text()
+    assert "sk-proj-" not in logged and TOKEN not in logged
+    records = read_session_log(log.path).records
+    assert [r.get("redactions") for r in records] == [None, None, 1, 2, 1]
+    assert read_session_log(log.path).items()[2] == small
+
+
+def test_with_redaction_off_the_output_is_kept_as_the_tool_returned_it(
+    store: FsBlobStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BLOBVIEWER_REDACT", "off")
+    client = ScriptedClient(turns(call("read_env")))
+
+    (result,) = results(run(Worker(client, [read_env], store)))
+
+    assert result.output == ENV and result.redactions == 0

@@ -768,3 +768,27 @@ def test_other_blocks_keep_their_places_and_an_error_stays_an_error(tmp_path: Pa
     assert content[0] is audio and content[2] is embedded
     assert content[1]["text"].startswith("[blob:") and content[3]["type"] == "resource_link"
     assert promoted.result["isError"] is True and promoted.result["_meta"] == {"vendor": 1}
+
+
+def test_secrets_in_a_result_are_redacted_before_the_agent_the_store_or_the_log_sees_them(
+    tmp_path: Path,
+):
+    key = "sk-ant-api03-" + "x9Y_" * 24 + "AA"
+    big = "\n".join(f"row {n}" for n in range(300))
+    raw = {
+        "content": [{"type": "text", "text": f"ANTHROPIC_API_KEY={key}\n{big}"}],
+        "structuredContent": {"rows": big, "auth": {"password": "hunter2hunter2"}},
+    }
+
+    promoted, store = _promote(tmp_path, raw)
+
+    assert promoted.redactions == 2
+    kept = json.dumps([promoted.result, promoted.text]) + "".join(
+        json.dumps(getattr(store.load_sync(blob_id), "value", None))
+        + str(getattr(store.load_sync(blob_id), "text", ""))
+        for blob_id in promoted.blob_ids
+    )
+    assert key not in kept and "hunter2hunter2" not in kept
+    assert "[redacted:anthropic_key]" in kept and "[redacted:named_secret]" in kept
+    small = {"content": [{"type": "text", "text": "no secrets here"}]}
+    assert _promote(tmp_path, small)[0].result is small  # nothing redacted: the same dict
