@@ -112,9 +112,7 @@ def test_turning_redaction_back_on_reads_the_file_again(claude_session, data_dir
     assert IngestedFile.objects.get().shape != shape_off
 
 
-def test_our_own_log_is_redacted_the_same_way_and_a_grown_log_keeps_its_items(
-    write_log, data_dir
-):
+def test_our_own_log_is_redacted_the_same_way_and_a_grown_log_keeps_its_items(write_log, data_dir):
     session_id = uuid.uuid4()
     secret_output = f"token={GITHUB}\n" + "x" * 900
     records = [header(session_id), user_item(1, f"deploy with {AWS}")]
@@ -140,5 +138,5 @@ def test_the_session_page_says_how_many_secrets_were_redacted(
 
     assert "2 secrets redacted" in page  # the step that read .env
     assert "1 secret redacted" in page  # the question that quoted a token
-    assert '<dt>Secrets redacted</dt>' in page and ">4</dd>" in page
+    assert "<dt>Secrets redacted</dt>" in page and ">4</dd>" in page
     assert not any(secret in page for secret in SECRETS)
