@@ -10,6 +10,7 @@ import os
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,7 @@ from blobviewer.push.sending import (
     PushState,
     TokenRefused,
     default_state_file,
+    said_redacted,
 )
 
 
@@ -145,8 +147,12 @@ def _dry_run(pusher: Pusher, files: list[Path], out: TextIO) -> int:
             out.write(f"{path}: unchanged since it was sent\n")
             continue
         mark, offset = planned
+        parts = list(pusher.parts(path, mark, offset))
         start = f" from byte {offset:,}" if offset else ""
-        out.write(f"{path}: would send {mark.size - offset:,} bytes{start}\n")
+        size = sum(part.end - part.start for part in parts)
+        redacted = sum((part.redacted for part in parts), Counter[str]())
+        secrets = f"; {said_redacted(redacted)}" if redacted else ""
+        out.write(f"{path}: would send {size:,} bytes{start}{secrets}\n")
     return 0
 
 

@@ -23,14 +23,16 @@ import os
 import socket
 import tempfile
 import threading
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import httpx
 
 from blobviewer.ingest.marks import FileMark, file_mark, prefix_digest
+from core.redaction import redact, redaction_enabled
 
 # What one request sends at most, unless the server's limit is lower (it answers 413:
 # the part is halved). The server's own default limit is 50 MB.
@@ -58,6 +60,7 @@ class Outcome:
     message: str = ""
     sent_bytes: int = 0
     sessions: list[dict[str, Any]] = field(default_factory=list)
+    redacted: Counter[str] = field(default_factory=Counter)
 
     def line(self) -> str:
         """The outcome as one line for people."""
@@ -66,8 +69,16 @@ class Outcome:
                 f"+{session['new_items']} items ({session['items']} in all) {session['url']}"
                 for session in self.sessions
             )
-            return f"{self.path}: sent {self.sent_bytes:,} bytes" + (f"; {made}" if made else "")
+            secrets = f"; {said_redacted(self.redacted)}" if self.redacted else ""
+            sent = f"{self.path}: sent {self.sent_bytes:,} bytes{secrets}"
+            return sent + (f"; {made}" if made else "")
         return f"{self.path}: {self.kind}" + (f": {self.message}" if self.message else "")
+
+
+def said_redacted(kinds: Counter[str]) -> str:
+    """`2 secrets redacted (github_token, openai_key)`."""
+    count = sum(kinds.values())
+    return f"{count} secret{'s' if count != 1 else ''} redacted ({', '.join(sorted(kinds))})"
 
 
 class TokenRefused(Exception):
@@ -177,10 +188,23 @@ class Pusher:
             return Outcome(path, "failed", f"cannot read it: {error.strerror or error}")
 
     def _send(self, path: Path, mark: FileMark, offset: int) -> Outcome:
-        sent = 0
+        sent, redacted = 0, Counter[str]()
         for _ in range(_CONFLICTS):
-            answer, part_sent = self._parts(path, mark, offset)
-            sent += part_sent
+            answer = None
+            for part in self.parts(path, mark, offset):
+                answer = self._post(path, part)
+                if answer.status_code == 413 and self.part_bytes > 1 << 16:
+                    self.part_bytes //= 2  # the server takes less at a time: start again
+                    break
+                if not answer.is_success:
+                    break
+                sent += part.end - part.start  # of the file (what went is redacted)
+                redacted.update(part.redacted)
+                offset = part.end
+            if answer is None:  # nothing whole to send yet: a line still being written
+                return Outcome(path, "unchanged", "waiting for the line being written")
+            if answer.status_code == 413 and self.part_bytes > 1 << 16:
+                continue
             if answer.status_code == 409 and "Blobviewer-Offset" in answer.headers:
                 held = int(answer.headers["Blobviewer-Offset"])
                 offset = held if held <= mark.size else 0
@@ -191,7 +215,7 @@ class Pusher:
                 sessions = body.get("sessions", [])
                 if not sent and not any(session["new_items"] for session in sessions):
                     return Outcome(path, "unchanged", "the server holds it already")
-                return Outcome(path, "sent", sent_bytes=sent, sessions=sessions)
+                return Outcome(path, "sent", "", sent, sessions, redacted)
             refusal = answer.text.strip() or f"HTTP {answer.status_code}"
             if answer.status_code == 401:
                 raise TokenRefused(refusal)
@@ -202,46 +226,50 @@ class Pusher:
             return Outcome(path, kind, refusal)
         return Outcome(path, "failed", "the file kept changing while it was sent")
 
-    def _parts(self, path: Path, mark: FileMark, offset: int) -> tuple[httpx.Response, int]:
-        """Send the file from *offset* to its marked size, a part a request (the last one
-        final); the answer to the last request made, and the bytes the server took."""
-        prefix = prefix_digest(path, offset) if offset else ""
-        if prefix is None:
-            raise OSError(f"{path} is shorter than before")
-        sent = 0
+    def parts(self, path: Path, mark: FileMark, offset: int) -> Iterator[Part]:
+        """What a push of *path* from *offset* sends, a part a request, its secrets
+        redacted: a JSON Lines recording's whole lines up to its marked size (a line
+        still being written waits), a part at most part_bytes (but at least a line);
+        any other recording whole, in one part."""
         with path.open("rb") as file:
-            while True:
+            if path.suffix != ".jsonl":
+                data = file.read(mark.size)
+                body, redacted = _redacted(data)
+                yield Part(0, len(data), body, redacted, final=True)
+                return
+            stop = _whole_lines_end(file, offset, mark.size)
+            while offset < stop:
                 file.seek(offset)
-                part = file.read(min(self.part_bytes, mark.size - offset))
-                final = offset + len(part) >= mark.size
-                answer = self._post(path, part, offset, prefix, final)
-                if answer.status_code == 413 and self.part_bytes > 1 << 16:
-                    self.part_bytes //= 2  # the server takes less at a time
-                    continue
-                if not answer.is_success or final:
-                    return answer, sent + (len(part) if answer.is_success else 0)
-                sent += len(part)
-                offset += len(part)
-                prefix = prefix_digest(path, offset) or ""
+                data = file.read(min(self.part_bytes, stop - offset))
+                whole = data.rfind(b"\n") + 1
+                if not whole:  # a line longer than a part: the part is that line
+                    data += file.read(stop - offset - len(data))
+                    whole = data.find(b"\n", self.part_bytes) + 1
+                lines = data[:whole].splitlines(keepends=True)
+                redacted_lines = [_redacted(line) for line in lines]
+                body = b"".join(line for line, _ in redacted_lines)
+                redacted = sum((kinds for _, kinds in redacted_lines), Counter[str]())
+                yield Part(offset, offset + whole, body, redacted, final=offset + whole >= stop)
+                offset += whole
 
-    def _post(
-        self, path: Path, part: bytes, offset: int, prefix: str, final: bool
-    ) -> httpx.Response:
+    def _post(self, path: Path, part: Part) -> httpx.Response:
         """One request, tried again with backoff while the server is down or busy."""
         params = {
             "key": f"{self.host}:{path.resolve()}",
             "name": path.name,
-            "offset": str(offset),
-            "final": "1" if final else "0",
+            "offset": str(part.start),
+            "end": str(part.end),
+            "end_prefix": prefix_digest(path, part.end) or "",
+            "final": "1" if part.final else "0",
         }
-        if offset:
-            params["prefix"] = prefix
+        if part.start:
+            params["prefix"] = prefix_digest(path, part.start) or ""
         for delay in self._delays():
             try:
                 answer = self.http.post(
                     self.endpoint,
                     params=params,
-                    content=part,
+                    content=part.body,
                     headers={"Content-Type": "application/octet-stream"},
                 )
             except (httpx.NetworkError, httpx.TimeoutException, httpx.RemoteProtocolError) as error:
@@ -263,6 +291,42 @@ class Pusher:
             waited += delay
             delay = min(delay * 2, MOST_WAIT)
         yield None
+
+
+@dataclass(frozen=True)
+class Part:
+    """One request's worth of a recording: its bytes from *start* to *end* in the file,
+    the *body* sent for them (redacted), the kinds of secrets redacted, and whether it is
+    the last part."""
+
+    start: int
+    end: int
+    body: bytes
+    redacted: Counter[str]
+    final: bool
+
+
+def _redacted(data: bytes) -> tuple[bytes, Counter[str]]:
+    """*data* with its secrets redacted (core.redaction, unless BLOBVIEWER_REDACT is off),
+    bytes that are not UTF-8 kept as they are."""
+    if not redaction_enabled():
+        return data, Counter()
+    text, kinds = redact(data.decode("utf-8", "surrogateescape"))
+    return (text.encode("utf-8", "surrogateescape") if kinds else data), kinds
+
+
+def _whole_lines_end(file: BinaryIO, start: int, end: int) -> int:
+    """Where the last whole line between *start* and *end* ends (*start* if none), read
+    from the end back a block at a time."""
+    at = end
+    while at > start:
+        size = min(1 << 16, at - start)
+        file.seek(at - size)
+        newline = file.read(size).rfind(b"\n")
+        if newline >= 0:
+            return at - size + newline + 1
+        at -= size
+    return start
 
 
 def _as_list(mark: FileMark) -> list[Any]:

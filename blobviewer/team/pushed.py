@@ -1,14 +1,18 @@
 """Recordings that `blobviewer push` sends from other machines (`POST /api/recordings`,
 docs/http-api.md#post-apirecordings).
 
-A pushed recording is a file of any format `manage.py ingest` reads, sent as it is. The
-site holds a copy of it per user and per *key* (the sender's name for the file, e.g.
+A pushed recording is a file of any format `manage.py ingest` reads, sent as it is (its
+secrets redacted by the sender: `blobviewer push` redacts each line before it sends it).
+The site holds a copy of it per user and per *key* (the sender's name for the file, e.g.
 `laptop:/home/ana/.claude/projects/x/y.jsonl`): `<data>/pushed/<user>/<digest of the
-key>/<name>`. A push names the offset it sends from and the digest of the sender's bytes
-before it (blobviewer.ingest.marks.prefix_digest, as ingest marks grown files); the copy
-grows by what is sent when both match what the site holds, and is replaced when the
-offset is 0. Otherwise the answer is 409 with the offset the site holds (0 when the bytes
-before it differ), and the client sends from there. The last part of a push (`final`,
+key>/<name>`. Offsets are the sender's, in its own file: a push names the offset it sends
+from and the digest of the sender's bytes before it (blobviewer.ingest.marks.prefix_digest,
+as ingest marks grown files), and the offset and digest its bytes end at; the site keeps
+the last of these beside the copy (`.held.json`: the copy's own bytes may differ from
+the sender's, redacted). The copy grows by what is sent when offset and digest match
+what the site holds, and is replaced when the offset is 0. Otherwise the answer is 409
+with the offset the site holds (0 when the bytes before it differ), and the client sends
+from there. The last part of a push (`final`,
 the default) is then ingested exactly as `manage.py ingest` ingests a file, for the token's
 user: a grown JSON Lines recording is read from where its last ingest ended.
 
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import json
 import os
 import shutil
 import tempfile
@@ -74,6 +79,10 @@ class Push:
     offset: int
     prefix: str
     final: bool
+    # Where the sent bytes end in the sender's file, and the digest of its bytes up to
+    # there; None: the bytes were sent as they are in the file (curl), end where they end.
+    end: int | None = None
+    end_prefix: str = ""
 
     @classmethod
     def of(cls, request: HttpRequest) -> Push:
@@ -105,7 +114,18 @@ class Push:
         final = query.get("final", "1")
         if final not in ("0", "1"):
             raise UploadError("final: 1 for the last part of a push (the default), 0 for another")
-        return cls(key, name, offset, prefix, final == "1")
+        end: int | None = None
+        if "end" in query:
+            try:
+                end = int(query["end"])
+            except ValueError:
+                end = -1
+            if end < offset or not query.get("end_prefix"):
+                raise UploadError(
+                    "end: where the part ends in the sender's file (not before its offset), "
+                    "with end_prefix, the digest of the bytes up to there"
+                )
+        return cls(key, name, offset, prefix, final == "1", end, query.get("end_prefix", ""))
 
 
 class HeldElsewhere(UploadError):
@@ -149,11 +169,11 @@ def receive_push(
     path = held_copy(owner, push)
     path.parent.mkdir(parents=True, exist_ok=True)
     with _locked(path.parent):
-        held = path.stat().st_size if path.is_file() else 0
-        if push.offset != held:
-            message = f"the server holds {held:,} bytes of this recording: send from there"
-            raise HeldElsewhere(message, held)
-        if push.offset and prefix_digest(path, push.offset) != push.prefix:
+        held = _Held.of(path)
+        if push.offset != held.offset:
+            message = f"the server holds {held.offset:,} bytes of this recording: send from there"
+            raise HeldElsewhere(message, held.offset)
+        if push.offset and held.prefix != push.prefix:
             message = "the recording changed before the bytes the server holds: send it whole"
             raise HeldElsewhere(message, 0)
         with _body(request, path.parent, max_bytes) as body, _restored_on_error(path):
@@ -163,7 +183,10 @@ def receive_push(
                     shutil.copyfileobj(new, copy)
             else:
                 os.replace(body, path)
-            result = PushResult(path.stat().st_size, appended)
+            end = push.end if push.end is not None else push.offset + appended
+            end_prefix = push.end_prefix or prefix_digest(path, path.stat().st_size) or ""
+            _Held(end, end_prefix).keep(path)
+            result = PushResult(end, appended)
             if push.final:
                 _ingest(path, owner, result)
                 if result.refused and not result.results:
@@ -215,6 +238,30 @@ def _message(error: BaseException) -> str:
     return "the server could not ingest it; its log says why"
 
 
+@dataclass(frozen=True)
+class _Held:
+    """What the site holds of a pushed recording, in the sender's terms: the offset its
+    copy reaches in the sender's file, and the digest of the sender's bytes up to there."""
+
+    offset: int
+    prefix: str
+
+    @classmethod
+    def of(cls, path: Path) -> _Held:
+        try:
+            held = json.loads(_held_file(path).read_text("utf-8"))
+            return cls(int(held["offset"]), str(held["prefix"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            return cls(0, "")  # nothing held yet (or a record that cannot be read)
+
+    def keep(self, path: Path) -> None:
+        _held_file(path).write_text(json.dumps({"offset": self.offset, "prefix": self.prefix}))
+
+
+def _held_file(path: Path) -> Path:
+    return path.parent / ".held.json"
+
+
 @contextmanager
 def _locked(folder: Path) -> Iterator[None]:
     """One push of a recording at a time (on this host)."""
@@ -242,8 +289,9 @@ def _body(request: HttpRequest, folder: Path, max_bytes: int) -> Iterator[Path]:
 @contextmanager
 def _restored_on_error(path: Path) -> Iterator[None]:
     """*path* as it was before the block, should the block raise: its first bytes (a
-    copy grows only) or its whole former content (a copy replaced)."""
+    copy grows only) or its whole former content (a copy replaced); and what is held."""
     size = path.stat().st_size if path.is_file() else 0
+    held = _Held.of(path)
     backup = path.with_name(f".{path.name}.before") if size else None
     if backup is not None:
         backup.unlink(missing_ok=True)  # left by a push that was killed
@@ -251,6 +299,7 @@ def _restored_on_error(path: Path) -> Iterator[None]:
     try:
         yield
     except BaseException:
+        held.keep(path)
         if backup is None:
             path.unlink(missing_ok=True)
         elif backup.stat().st_ino != path.stat().st_ino:  # replaced

@@ -14,13 +14,14 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from blobviewer.ingest.sessions import ingest_file
-from importers.recordings import CLAUDE_CODE, FIXTURES
+from importers.recordings import CLAUDE_CODE, FIXTURES, claude_line, write_jsonl
 from web.production import ROOT, Server, manage, own_database, restart, serving, stop
 
 CODEX = (
@@ -29,7 +30,9 @@ CODEX = (
 # One server and one installed client for the module, on one xdist worker.
 pytestmark = pytest.mark.xdist_group("push_client")
 
-SENT = re.compile(r": sent ([\d,]+) bytes; \+(\d+) items \((\d+) in all\)")
+SENT = re.compile(
+    r": sent ([\d,]+) bytes(?:; \d+ secrets? redacted \([^)]*\))?; \+(\d+) items \((\d+) in all\)"
+)
 
 
 @pytest.fixture(scope="module")
@@ -320,3 +323,32 @@ def test_a_server_that_is_down_then_back_loses_nothing(
     assert size == len(rest) and total == whole_items[CLAUDE_CODE]
     state = json.loads((tmp_path / "home" / ".local/state/blobviewer/push.json").read_text())
     assert state[server.url][str(recording.resolve())]["offset"] == len(head + rest)
+
+
+def test_secrets_are_redacted_before_they_leave_the_machine(
+    blobviewer_command, server, alice, tmp_path
+):
+    token, aws = "ghp_" + "a1B2" * 9, "AKIAIOSFODNN7EXAMPLE"
+    session = str(uuid.uuid4())
+    lines = [
+        claude_line("user", f"push with {token}", uuid="u1", sessionId=session),
+        claude_line(
+            "assistant", [{"type": "text", "text": f"use {aws}"}], uuid="a1", sessionId=session
+        ),
+    ]
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    recording = write_jsonl(runs / "secrets.jsonl", lines)
+    env = push_env(server, alice, tmp_path / "home")
+
+    dry = push(blobviewer_command, env, "--dry-run", str(runs))
+    real = push(blobviewer_command, env, str(runs))
+
+    size = recording.stat().st_size
+    said = "2 secrets redacted (aws_access_key, github_token)"
+    assert f"secrets.jsonl: would send {size:,} bytes; {said}" in dry.stdout
+    assert real.returncode == 0, real.stderr
+    assert said in real.stdout and sent(real.stdout)[0][0] == size
+    held = b"".join(path.read_bytes() for path in (server.data / "pushed").rglob("secrets.jsonl"))
+    assert b"[redacted:github_token]" in held
+    assert token.encode() not in held and aws.encode() not in held
