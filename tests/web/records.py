@@ -98,3 +98,30 @@ def tool_result_item(
         "output": output,
         "is_error": False,
     }
+
+
+# Every field an item stores (its row's columns but its pk and session), for tests that
+# compare what two ingests of a recording made.
+STORED_ITEM_FIELDS = [
+    "seq",
+    "type",
+    "at",
+    "text",
+    "tool_calls",
+    "call_id",
+    "tool",
+    "output",
+    "is_error",
+    "role",
+    "sidechain",
+    "digest",
+    "output_bytes",
+    "received_bytes",
+    "input_tokens",
+    "output_tokens",
+    "context_tokens",
+    "duration",
+    "note",
+    "title",
+    "redactions",
+]

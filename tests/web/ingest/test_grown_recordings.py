@@ -17,6 +17,7 @@ from blobviewer.ingest.importers.json_lines import HEADER_BLOCK
 from blobviewer.ingest.recording_files import ReadState
 from blobviewer.models import IngestedFile, Item, Session
 from importers.recordings import CLAUDE_CODE, FIXTURES, claude_line
+from web.records import STORED_ITEM_FIELDS
 
 pytestmark = pytest.mark.django_db
 
@@ -43,28 +44,6 @@ SESSION_FIELDS = [
     "duration",
     "step_count",
     "error_count",
-]
-ITEM_FIELDS = [
-    "seq",
-    "type",
-    "at",
-    "text",
-    "tool_calls",
-    "call_id",
-    "tool",
-    "output",
-    "is_error",
-    "role",
-    "sidechain",
-    "digest",
-    "output_bytes",
-    "received_bytes",
-    "input_tokens",
-    "output_tokens",
-    "context_tokens",
-    "duration",
-    "note",
-    "title",
 ]
 BLOB_ID = re.compile(r"\[blob:[0-9a-f-]{36}\]")
 
@@ -97,7 +76,11 @@ def recorded() -> list[dict[str, Any]]:
     ingest stores its own blob)."""
     sessions = []
     for session in Session.objects.order_by("id").values(*SESSION_FIELDS):
-        items = Item.objects.filter(session_id=session["id"]).order_by("seq").values(*ITEM_FIELDS)
+        items = (
+            Item.objects.filter(session_id=session["id"])
+            .order_by("seq")
+            .values(*STORED_ITEM_FIELDS)
+        )
         session["items"] = [
             {**item, "output": BLOB_ID.sub("[blob]", item["output"])} for item in items
         ]

@@ -23,32 +23,13 @@ from blobviewer.ingest.importers import claude_code, load_recording
 from blobviewer.models import Item, Session
 from core.store.s3 import S3Objects
 from importers.recordings import CLAUDE_CODE, FIXTURES
+from web.records import STORED_ITEM_FIELDS
 
 pytestmark = pytest.mark.django_db
 
 openhands = importlib.import_module("blobviewer.ingest.importers.openhands")
 EVALUATION = FIXTURES / "openhands" / "multi_swe_bench_output.jsonl"
 CONVERSATION = FIXTURES / "openhands" / "v1-conversation-cd94562403b9487ebdd4018e3f531dfd"
-ITEM_FIELDS = [
-    "seq",
-    "type",
-    "at",
-    "text",
-    "tool_calls",
-    "call_id",
-    "tool",
-    "output",
-    "is_error",
-    "role",
-    "sidechain",
-    "digest",
-    "output_bytes",
-    "received_bytes",
-    "input_tokens",
-    "output_tokens",
-    "context_tokens",
-    "duration",
-]
 
 
 @pytest.fixture
@@ -63,7 +44,9 @@ def ingest(*args: Any) -> tuple[str, str]:
 
 
 def items(session_id: Any) -> list[dict[str, Any]]:
-    return list(Item.objects.filter(session_id=session_id).order_by("seq").values(*ITEM_FIELDS))
+    return list(
+        Item.objects.filter(session_id=session_id).order_by("seq").values(*STORED_ITEM_FIELDS)
+    )
 
 
 def sessions_folder(place: Any) -> S3Objects:
