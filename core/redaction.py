@@ -296,6 +296,21 @@ def redact_text(text: str) -> tuple[str, int]:
     return redacted, sum(kinds.values())
 
 
+def redact_lines(data: bytes) -> tuple[bytes, Counter[str]]:
+    """*data* (lines of a recording or a log, as bytes) with each line's secrets redacted
+    (unless redaction is off), bytes that are not UTF-8 kept as they are; and the kinds.
+    A line at a time, so that the same line always redacts the same, wherever it falls."""
+    if not redaction_enabled() or not data:
+        return data, Counter()
+    kinds: Counter[str] = Counter()
+    lines = []
+    for line in data.splitlines(keepends=True):
+        text, found = redact(line.decode("utf-8", "surrogateescape"))
+        kinds.update(found)
+        lines.append(text.encode("utf-8", "surrogateescape") if found else line)
+    return (b"".join(lines) if kinds else data), kinds
+
+
 def redact_json(value: Any) -> tuple[Any, int]:
     """A JSON value redacted (unless redaction is off), and how many secrets that took."""
     if not redaction_enabled():

@@ -32,7 +32,7 @@ from typing import Any, BinaryIO
 import httpx
 
 from blobviewer.ingest.marks import FileMark, file_mark, prefix_digest
-from core.redaction import redact, redaction_enabled
+from core.redaction import redact_lines
 
 # What one request sends at most, unless the server's limit is lower (it answers 413:
 # the part is halved). The server's own default limit is 50 MB.
@@ -234,7 +234,7 @@ class Pusher:
         with path.open("rb") as file:
             if path.suffix != ".jsonl":
                 data = file.read(mark.size)
-                body, redacted = _redacted(data)
+                body, redacted = redact_lines(data)
                 yield Part(0, len(data), body, redacted, final=True)
                 return
             stop = _whole_lines_end(file, offset, mark.size)
@@ -245,10 +245,7 @@ class Pusher:
                 if not whole:  # a line longer than a part: the part is that line
                     data += file.read(stop - offset - len(data))
                     whole = data.find(b"\n", self.part_bytes) + 1
-                lines = data[:whole].splitlines(keepends=True)
-                redacted_lines = [_redacted(line) for line in lines]
-                body = b"".join(line for line, _ in redacted_lines)
-                redacted = sum((kinds for _, kinds in redacted_lines), Counter[str]())
+                body, redacted = redact_lines(data[:whole])
                 yield Part(offset, offset + whole, body, redacted, final=offset + whole >= stop)
                 offset += whole
 
@@ -304,15 +301,6 @@ class Part:
     body: bytes
     redacted: Counter[str]
     final: bool
-
-
-def _redacted(data: bytes) -> tuple[bytes, Counter[str]]:
-    """*data* with its secrets redacted (core.redaction, unless BLOBVIEWER_REDACT is off),
-    bytes that are not UTF-8 kept as they are."""
-    if not redaction_enabled():
-        return data, Counter()
-    text, kinds = redact(data.decode("utf-8", "surrogateescape"))
-    return (text.encode("utf-8", "surrogateescape") if kinds else data), kinds
 
 
 def _whole_lines_end(file: BinaryIO, start: int, end: int) -> int:

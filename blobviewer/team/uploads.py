@@ -46,6 +46,7 @@ from blobviewer.team.ownership import NotYours, check_blob_fills, claim_session
 from core.agent.session_log import SessionLog, SessionLogError, read_session_log
 from core.content import Content, Structured, Text, decode_text
 from core.json_values import JsonError, parse_json
+from core.redaction import redact_json, redact_lines, redact_text
 from core.store.blob_id import BlobId, parse_blob_id
 from core.store.errors import BlobStoreError, StoreUnavailable
 
@@ -129,6 +130,7 @@ def received_upload(request: HttpRequest, *, max_bytes: int) -> Iterator[Upload]
                     '"log" file and "blob" files',
                     status=415,
                 )
+        _redact_file(temp)
         yield Upload(_read_log(temp), temp, blobs)
     finally:
         temp.unlink(missing_ok=True)
@@ -296,15 +298,26 @@ def _read_blobs(files: Sequence[UploadedFile]) -> dict[BlobId, Content]:
 
 
 def _blob_content(name: str, suffix: str, data: bytes) -> Content:
+    """The blob a file holds, its secrets redacted before it is stored (core.redaction)."""
     if suffix == "txt":
         try:
-            return Text(decode_text(data))
+            return Text(redact_text(decode_text(data))[0])
         except UnicodeDecodeError as error:
             raise UploadError(f"blob file {name!r}: not UTF-8 at byte {error.start}") from None
     try:
-        return Structured(parse_json(data))
+        return Structured(redact_json(parse_json(data))[0])
     except JsonError as error:
         raise UploadError(f"blob file {name!r}: not JSON: {error}") from None
+
+
+def _redact_file(path: Path) -> None:
+    """The uploaded log at *path* with each line's secrets redacted, before anything reads
+    or keeps it (a line redacts the same in every upload, so a grown log still begins
+    with the one kept)."""
+    data = path.read_bytes()
+    redacted, kinds = redact_lines(data)
+    if kinds:
+        path.write_bytes(redacted)
 
 
 def _read_log(path: Path) -> SessionLog:

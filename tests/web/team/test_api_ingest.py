@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import uuid
 from pathlib import Path
 
 import pytest
@@ -506,3 +507,32 @@ def test_blobs_ingest_promoted_are_discarded_when_the_upload_fails_afterwards(
 
     assert list((data_dir / "blobs").iterdir()) == []
     assert not Session.objects.exists()
+
+
+def test_secrets_in_an_upload_are_redacted_before_the_log_or_a_blob_is_kept(
+    client, secret, data_dir
+):
+    """An agent without redaction of its own sends a log and a blob holding secrets: the
+    site keeps neither as sent, and the same log grown still continues the kept one."""
+    token = "ghp_" + "a1B2" * 9
+    session_id = uuid.uuid4()
+    blob_id = "01a237f7-f0d4-74b4-96cb-c315ee808deb"
+    lines = [
+        header(session_id),
+        user_item(1, f"push with {token}"),
+        tool_result_item(2, f"[blob:{blob_id}] text | 2 lines"),
+    ]
+    log = "".join(json.dumps(line) + "\n" for line in lines).encode()
+    blob = SimpleUploadedFile(f"{blob_id}.txt", f"DB_PASSWORD=hunter2hunter2\n{token}\n".encode())
+
+    answer = post_multipart(client, log, secret, blobs=[blob])
+
+    assert answer.status_code == 201, answer.content
+    kept = (data_dir / "sessions" / f"{session_id}.jsonl").read_bytes()
+    stored = FsBlobStore(data_dir / "blobs").load_sync(blob_id)
+    for text in (kept.decode(), stored.text, Item.objects.get(seq=1).text):
+        assert token not in text and "hunter2hunter2" not in text
+    assert "[redacted:github_token]" in kept.decode() and "[redacted:named_secret]" in stored.text
+    grown = log + (json.dumps(user_item(3, "and again")) + "\n").encode()
+    assert post_raw(client, grown, secret).status_code == 201
+    assert Session.objects.get(id=session_id).item_count == 3
