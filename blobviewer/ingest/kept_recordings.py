@@ -25,8 +25,6 @@ for a session uploaded through the API, the log the upload kept.
 from __future__ import annotations
 
 import hashlib
-import io
-import tarfile
 import uuid
 from collections.abc import Iterable
 from pathlib import Path
@@ -34,6 +32,7 @@ from typing import Any
 
 from blobviewer.catalog.session_logs import KeptRecordings, RecordingCopy, session_logs
 from blobviewer.ingest.errors import IngestError
+from blobviewer.ingest.folder_tars import folder_tar, unpack_folder
 from blobviewer.ingest.importers import OUR_FORMAT
 from blobviewer.ingest.recording_files import Opened
 from blobviewer.ingest.sessions import IngestResult
@@ -122,27 +121,6 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def folder_tar(folder: Path) -> bytes:
-    """The folder as an uncompressed tar under its own name: regular files and folders in
-    name order, with fixed times, owners and modes (the same folder, the same bytes)."""
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        for path in [folder, *sorted(folder.rglob("*"))]:
-            if path.is_symlink() or not (path.is_dir() or path.is_file()):
-                continue
-            inside = path.relative_to(folder).as_posix()
-            info = tarfile.TarInfo(folder.name if path == folder else f"{folder.name}/{inside}")
-            info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "", ""
-            if path.is_dir():
-                info.type, info.mode = tarfile.DIRTYPE, 0o755
-                tar.addfile(info)
-                continue
-            data = path.read_bytes()
-            info.size, info.mode = len(data), 0o644
-            tar.addfile(info, io.BytesIO(data))
-    return buffer.getvalue()
-
-
 def fetch_copy(
     copies: KeptRecordings,
     session_id: uuid.UUID,
@@ -158,9 +136,7 @@ def fetch_copy(
         copy, data = found
         target = into / copy.name
         if copy.layout == "folder":
-            with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tar:
-                # "data": nothing outside *into*, no links out, no devices, plain modes.
-                tar.extractall(into, filter="data")
+            unpack_folder(data, into)
             if not target.is_dir():
                 return None
         else:

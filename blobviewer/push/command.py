@@ -20,11 +20,11 @@ from blobviewer.ingest.agent_folders import RecordingFilter, describe_search, fi
 from blobviewer.ingest.finding import Links, recording_paths
 from blobviewer.ingest.watch import WatchError, WatchRoot, follow, stop_on_signals
 from blobviewer.push.sending import (
-    Outcome,
     Pusher,
     PushState,
     TokenRefused,
     default_state_file,
+    folder_mark,
     said_redacted,
 )
 
@@ -140,7 +140,9 @@ def push_command(
 def _dry_run(pusher: Pusher, files: list[Path], out: TextIO) -> int:
     for path in files:
         if path.is_dir():
-            out.write(f"{path}: a conversation folder: not sent (folders are not pushed yet)\n")
+            held = pusher.state.get(path)
+            changed = held is None or held.mark != folder_mark(path)
+            out.write(f"{path}: {'would send the folder whole' if changed else 'unchanged'}\n")
             continue
         planned = pusher.plan(path)
         if planned is None:
@@ -187,12 +189,7 @@ class _Run:
             if progress:
                 self.err.write(f"\r\x1b[K[{number}/{len(files)}] {path.name}")
                 self.err.flush()
-            if path.is_dir():
-                outcome = Outcome(
-                    path, "failed", "a conversation folder: folders are not pushed yet"
-                )
-            else:
-                outcome = self.pusher.push(path)
+            outcome = self.pusher.push(path)
             if outcome.kind == "skipped" and path in named:
                 outcome.kind = "refused"
             counts[outcome.kind] += 1

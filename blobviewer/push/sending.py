@@ -18,6 +18,7 @@ kept too, and said again only once the file changes.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import socket
@@ -31,6 +32,7 @@ from typing import Any, BinaryIO
 
 import httpx
 
+from blobviewer.ingest.folder_tars import folder_tar
 from blobviewer.ingest.marks import FileMark, file_mark, prefix_digest
 from core.redaction import redact_lines
 
@@ -173,6 +175,8 @@ class Pusher:
 
     def push(self, path: Path) -> Outcome:
         """Send what the server does not hold of the recording at *path*."""
+        if path.is_dir():
+            return self._push_folder(path)
         try:
             planned = self.plan(path)
         except OSError as error:
@@ -209,22 +213,51 @@ class Pusher:
                 held = int(answer.headers["Blobviewer-Offset"])
                 offset = held if held <= mark.size else 0
                 continue
-            if answer.is_success:
-                body = answer.json()
-                self.state.put(path, Held(int(body["offset"]), _as_list(mark)))
-                sessions = body.get("sessions", [])
-                if not sent and not any(session["new_items"] for session in sessions):
-                    return Outcome(path, "unchanged", "the server holds it already")
-                return Outcome(path, "sent", "", sent, sessions, redacted)
-            refusal = answer.text.strip() or f"HTTP {answer.status_code}"
-            if answer.status_code == 401:
-                raise TokenRefused(refusal)
-            if answer.status_code == 413:  # a server that takes less than a part
-                return Outcome(path, "failed", refusal)
-            self.state.put(path, Held(0, _as_list(mark), refused=refusal))
-            kind = "skipped" if answer.status_code == NOT_A_RECORDING else "refused"
-            return Outcome(path, kind, refusal)
+            return self._answered(path, answer, _as_list(mark), sent, redacted)
         return Outcome(path, "failed", "the file kept changing while it was sent")
+
+    def _answered(
+        self,
+        path: Path,
+        answer: httpx.Response,
+        mark: list[Any],
+        sent: int,
+        redacted: Counter[str],
+    ) -> Outcome:
+        """What the server's last *answer* to a push of *path* (now *mark*) comes to."""
+        if answer.is_success:
+            body = answer.json()
+            self.state.put(path, Held(int(body["offset"]), mark))
+            sessions = body.get("sessions", [])
+            if not sent and not any(session["new_items"] for session in sessions):
+                return Outcome(path, "unchanged", "the server holds it already")
+            return Outcome(path, "sent", "", sent, sessions, redacted)
+        refusal = answer.text.strip() or f"HTTP {answer.status_code}"
+        if answer.status_code == 401:
+            raise TokenRefused(refusal)
+        if answer.status_code == 413:  # a server that takes less than the recording
+            return Outcome(path, "failed", refusal)
+        self.state.put(path, Held(0, mark, refused=refusal))
+        kind = "skipped" if answer.status_code == NOT_A_RECORDING else "refused"
+        return Outcome(path, kind, refusal)
+
+    def _push_folder(self, folder: Path) -> Outcome:
+        """A conversation folder, sent whole (a tar of its files, each redacted) when any
+        of its files changed since it was last sent."""
+        try:
+            mark = folder_mark(folder)
+            held = self.state.get(folder)
+            if held is not None and held.mark == mark:
+                return Outcome(folder, "unchanged")
+            redacted: Counter[str] = Counter()
+            data = folder_tar(folder, transform=lambda data: _counted(data, redacted))
+            part = Part(0, len(data), data, redacted, final=True)
+            answer = self._post(folder, part, layout="folder")
+            return self._answered(folder, answer, mark, len(data), redacted)
+        except ServerUnreachable as error:
+            return Outcome(folder, "failed", f"{error}; it is sent next time")
+        except OSError as error:
+            return Outcome(folder, "failed", f"cannot read it: {error.strerror or error}")
 
     def parts(self, path: Path, mark: FileMark, offset: int) -> Iterator[Part]:
         """What a push of *path* from *offset* sends, a part a request, its secrets
@@ -249,16 +282,17 @@ class Pusher:
                 yield Part(offset, offset + whole, body, redacted, final=offset + whole >= stop)
                 offset += whole
 
-    def _post(self, path: Path, part: Part) -> httpx.Response:
+    def _post(self, path: Path, part: Part, *, layout: str = "file") -> httpx.Response:
         """One request, tried again with backoff while the server is down or busy."""
         params = {
             "key": f"{self.host}:{path.resolve()}",
             "name": path.name,
             "offset": str(part.start),
-            "end": str(part.end),
-            "end_prefix": prefix_digest(path, part.end) or "",
             "final": "1" if part.final else "0",
+            "layout": layout,
         }
+        if layout == "file":
+            params.update(end=str(part.end), end_prefix=prefix_digest(path, part.end) or "")
         if part.start:
             params["prefix"] = prefix_digest(path, part.start) or ""
         for delay in self._delays():
@@ -301,6 +335,26 @@ class Part:
     body: bytes
     redacted: Counter[str]
     final: bool
+
+
+def folder_mark(folder: Path) -> list[Any]:
+    """What a conversation folder is like now: a digest of its files' names, sizes and
+    modification times (a file added, removed or changed changes it)."""
+    digest = hashlib.blake2b(digest_size=16)
+    for path in sorted(folder.rglob("*")):
+        if path.is_file() and not path.is_symlink():
+            status = path.stat()
+            digest.update(
+                f"{path.relative_to(folder)}\0{status.st_size}\0{status.st_mtime_ns}\n".encode()
+            )
+    return ["folder", digest.hexdigest()]
+
+
+def _counted(data: bytes, redacted: Counter[str]) -> bytes:
+    """*data* redacted (redact_lines), its kinds added to *redacted*."""
+    body, kinds = redact_lines(data)
+    redacted.update(kinds)
+    return body
 
 
 def _whole_lines_end(file: BinaryIO, start: int, end: int) -> int:

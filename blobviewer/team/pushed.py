@@ -28,6 +28,7 @@ import hashlib
 import json
 import os
 import shutil
+import tarfile
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -46,6 +47,7 @@ from blobviewer.ingest.errors import (
     OutdatedSession,
     SessionPruned,
 )
+from blobviewer.ingest.folder_tars import unpack_folder
 from blobviewer.ingest.importers.json_lines import SkippedRecord
 from blobviewer.ingest.marks import prefix_digest
 from blobviewer.ingest.options import IngestOptions
@@ -83,6 +85,8 @@ class Push:
     # there; None: the bytes were sent as they are in the file (curl), end where they end.
     end: int | None = None
     end_prefix: str = ""
+    # A conversation folder, sent whole as a tar of its files (folder_tars.folder_tar).
+    folder: bool = False
 
     @classmethod
     def of(cls, request: HttpRequest) -> Push:
@@ -125,7 +129,22 @@ class Push:
                     "end: where the part ends in the sender's file (not before its offset), "
                     "with end_prefix, the digest of the bytes up to there"
                 )
-        return cls(key, name, offset, prefix, final == "1", end, query.get("end_prefix", ""))
+        layout = query.get("layout", "file")
+        if layout not in ("file", "folder") or layout == "folder" and (offset or final == "0"):
+            raise UploadError(
+                "layout: file (the default), or folder for a conversation folder sent whole "
+                "(offset 0, one part) as a tar of its files"
+            )
+        return cls(
+            key,
+            name,
+            offset,
+            prefix,
+            final == "1",
+            end,
+            query.get("end_prefix", ""),
+            folder=layout == "folder",
+        )
 
 
 class HeldElsewhere(UploadError):
@@ -168,6 +187,9 @@ def receive_push(
         raise too_big(max_bytes)
     path = held_copy(owner, push)
     path.parent.mkdir(parents=True, exist_ok=True)
+    if push.folder:
+        with _locked(path.parent):
+            return _receive_folder(request, path, owner, max_bytes)
     with _locked(path.parent):
         held = _Held.of(path)
         if push.offset != held.offset:
@@ -192,6 +214,42 @@ def receive_push(
                 if result.refused and not result.results:
                     status, message = result.refused[0]
                     raise UploadError(message, status=status)
+    return result
+
+
+def _receive_folder(
+    request: HttpRequest, path: Path, owner: AbstractBaseUser, max_bytes: int
+) -> PushResult:
+    """A conversation folder sent whole: the tar unpacked beside the copy held, put in
+    its place, and ingested; the former copy back in place should no session take it."""
+    with _body(request, path.parent, max_bytes) as body:
+        staging = Path(tempfile.mkdtemp(dir=path.parent, prefix=".unpack-"))
+        try:
+            try:
+                unpack_folder(body.read_bytes(), staging)
+            except (tarfile.TarError, OSError) as error:
+                raise UploadError(f"not a tar of the folder: {error}") from None
+            unpacked = staging / path.name
+            if not unpacked.is_dir() or [entry.name for entry in staging.iterdir()] != [path.name]:
+                raise UploadError(f"the tar must hold the folder {path.name!r} and nothing else")
+            result = PushResult(body.stat().st_size, body.stat().st_size)
+            before = staging / ".before"
+            if path.exists():
+                path.rename(before)
+            unpacked.rename(path)
+            try:
+                _ingest(path, owner, result)
+                if result.refused and not result.results:
+                    status, message = result.refused[0]
+                    raise UploadError(message, status=status)
+            except BaseException:
+                shutil.rmtree(path, ignore_errors=True)
+                if before.exists():
+                    before.rename(path)
+                raise
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    _Held(result.offset, "").keep(path)
     return result
 
 

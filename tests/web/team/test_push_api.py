@@ -4,6 +4,7 @@ grown one only its new bytes (docs/http-api.md#post-apirecordings)."""
 from __future__ import annotations
 
 import io
+import shutil
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -11,6 +12,7 @@ import pytest
 from django.core.management import call_command
 from django.test import Client
 
+from blobviewer.ingest.folder_tars import folder_tar
 from blobviewer.ingest.importers.json_lines import HEADER_BLOCK
 from blobviewer.ingest.marks import edges_digest
 from blobviewer.models import ApiToken, Item, Session
@@ -21,6 +23,7 @@ pytestmark = pytest.mark.django_db
 CODEX = (
     FIXTURES / "codex" / "rollout-2026-05-11T11-26-55-019e1625-789d-76c0-80ab-3724b5ddb799.jsonl"
 )
+CONVERSATION = FIXTURES / "openhands" / "v1-conversation-cd94562403b9487ebdd4018e3f531dfd"
 KEY = "laptop:/home/ana/.claude/projects/demo/a7da6a22.jsonl"
 
 
@@ -215,4 +218,36 @@ def test_the_copy_is_held_apart_for_each_user_and_key(client, secret, other_user
     assert held == [100, 200]
     assert all(
         Path(path).name == CLAUDE_CODE.name for path in (data_dir / "pushed").rglob("*.jsonl")
+    )
+
+
+def test_a_folder_that_is_not_a_tar_of_itself_is_refused_and_nothing_is_held(
+    client, secret, data_dir, tmp_path
+):
+    elsewhere = tmp_path / "other-name"
+    shutil.copytree(CONVERSATION, elsewhere)
+    answers = [
+        post_folder(client, secret, b"not a tar at all"),
+        post_folder(client, secret, folder_tar(elsewhere)),  # holds another folder
+        post_folder(client, secret, folder_tar(CONVERSATION), offset=10),
+    ]
+
+    assert [answer.status_code for answer in answers] == [400, 400, 400]
+    assert answers[0].content.startswith(b"not a tar of the folder")
+    assert answers[1].content.startswith(b"the tar must hold the folder")
+    assert answers[2].content.startswith(b"layout: ")
+    assert not list((data_dir / "pushed").rglob("events"))
+    assert post_folder(client, secret, folder_tar(CONVERSATION)).status_code == 201
+    assert Session.objects.get().source_format == "openhands"
+
+
+def post_folder(client: Client, secret: str, data: bytes, *, offset: int = 0):
+    query = {"key": "laptop:/conv", "name": CONVERSATION.name, "layout": "folder"}
+    if offset:
+        query.update(offset=offset, prefix="x")
+    return client.post(
+        f"/api/recordings?{urlencode(query)}",
+        data=data,
+        content_type="application/x-tar",
+        headers={"Authorization": f"Bearer {secret}"},
     )

@@ -30,6 +30,7 @@ CODEX = (
 # One server and one installed client for the module, on one xdist worker.
 pytestmark = pytest.mark.xdist_group("push_client")
 
+CONVERSATION = FIXTURES / "openhands" / "v1-conversation-cd94562403b9487ebdd4018e3f531dfd"
 SENT = re.compile(
     r": sent ([\d,]+) bytes(?:; \d+ secrets? redacted \([^)]*\))?; \+(\d+) items \((\d+) in all\)"
 )
@@ -352,3 +353,27 @@ def test_secrets_are_redacted_before_they_leave_the_machine(
     held = b"".join(path.read_bytes() for path in (server.data / "pushed").rglob("secrets.jsonl"))
     assert b"[redacted:github_token]" in held
     assert token.encode() not in held and aws.encode() not in held
+
+
+def test_a_conversation_folder_is_sent_whole_when_it_changed(
+    blobviewer_command, server, alice, tmp_path
+):
+    runs = tmp_path / "runs"
+    folder = runs / CONVERSATION.name
+    shutil.copytree(CONVERSATION, folder)
+    env = push_env(server, alice, tmp_path / "home")
+
+    first = push(blobviewer_command, env, str(runs))
+    again = push(blobviewer_command, env, str(runs))
+    events = sorted(path for path in folder.rglob("*.json") if path.is_file())
+    events[-1].write_text(events[-1].read_text())  # rewritten: a newer modification time
+    os.utime(events[-1], ns=(time.time_ns(), time.time_ns() + 10**9))
+    changed = push(blobviewer_command, env, str(runs))
+
+    assert first.returncode == 0, first.stderr
+    [(size, new, total)] = sent(first.stdout)
+    assert new == total > 0 and size > 0
+    assert "0 sent, 1 unchanged" in again.stdout
+    assert changed.returncode == 0, changed.stderr
+    assert sent(changed.stdout)[0][1:] == (0, total)  # sent whole, nothing new in it
+    assert any(path.is_dir() for path in (server.data / "pushed").rglob(CONVERSATION.name))
