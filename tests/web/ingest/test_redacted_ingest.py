@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
+from blobviewer.ingest.importers import claude_code
 from blobviewer.models import Blob, IngestedFile, Item, Session
 from core.store import FsBlobStore
 from importers.recordings import claude_line, write_jsonl
@@ -140,3 +141,26 @@ def test_the_session_page_says_how_many_secrets_were_redacted(
     assert "1 secret redacted" in page  # the question that quoted a token
     assert "<dt>Secrets redacted</dt>" in page and ">4</dd>" in page
     assert not any(secret in page for secret in SECRETS)
+
+
+def test_a_rebuild_redacts_as_it_makes_new_blobs_and_leaves_stored_blobs_as_they_are(
+    claude_session, data_dir, monkeypatch
+):
+    monkeypatch.setenv("BLOBVIEWER_REDACT", "off")
+    ingest(claude_session)
+    old_blob = Blob.objects.get()
+    old_bytes = {p.name: p.read_bytes() for p in (data_dir / "blobs").rglob("*.*") if p.is_file()}
+    monkeypatch.delenv("BLOBVIEWER_REDACT")
+    version = claude_code.IMPORTER_VERSION
+    monkeypatch.setattr(claude_code, "IMPORTER_VERSION", version + 1)  # a newer importer
+
+    out = StringIO()
+    call_command("ingest", "--rebuild", str(claude_session), stdout=out, stderr=StringIO())
+
+    assert "1 new" in out.getvalue()  # the output that held secrets got a new blob
+    result = Item.objects.get(type="tool_result", call_id="t1")
+    assert result.redactions == 2 and AWS not in result.output
+    new_blob = Blob.objects.exclude(id=old_blob.id).get()
+    assert AWS not in FsBlobStore(data_dir / "blobs").load_sync(new_blob.id).text
+    for name, data in old_bytes.items():  # a stored blob is never rewritten
+        assert next((data_dir / "blobs").rglob(name)).read_bytes() == data
