@@ -45,6 +45,8 @@ MOST_WAIT = 60.0
 NOT_A_RECORDING = 422
 # The statuses worth trying again: the server is busy, restarting or overloaded.
 _AGAIN = {429, 502, 503, 504}
+# The smallest part a push halves its parts to when the server says they are too big.
+_LEAST_PART = 64 << 10
 # How often a push may be answered "send from another offset" before it gives up (the
 # file keeps changing under it).
 _CONFLICTS = 4
@@ -146,6 +148,7 @@ class Pusher:
         stop: threading.Event | None = None,
         part_bytes: int = PART_BYTES,
         host: str | None = None,
+        transport: httpx.BaseTransport | None = None,
     ) -> None:
         self.endpoint = url.rstrip("/") + "/api/recordings"
         self.state = state
@@ -155,6 +158,7 @@ class Pusher:
         self.http = httpx.Client(
             headers={"Authorization": f"Bearer {token}", "User-Agent": "blobviewer-push"},
             timeout=httpx.Timeout(120.0, connect=10.0),
+            transport=transport,  # the network's, unless a test gives another
         )
 
     def close(self) -> None:
@@ -192,14 +196,11 @@ class Pusher:
             return Outcome(path, "failed", f"cannot read it: {error.strerror or error}")
 
     def _send(self, path: Path, mark: FileMark, offset: int) -> Outcome:
-        sent, redacted = 0, Counter[str]()
-        for _ in range(_CONFLICTS):
+        sent, redacted, conflicts = 0, Counter[str](), 0
+        while True:
             answer = None
             for part in self.parts(path, mark, offset):
                 answer = self._post(path, part)
-                if answer.status_code == 413 and self.part_bytes > 1 << 16:
-                    self.part_bytes //= 2  # the server takes less at a time: start again
-                    break
                 if not answer.is_success:
                     break
                 sent += part.end - part.start  # of the file (what went is redacted)
@@ -207,14 +208,17 @@ class Pusher:
                 offset = part.end
             if answer is None:  # nothing whole to send yet: a line still being written
                 return Outcome(path, "unchanged", "waiting for the line being written")
-            if answer.status_code == 413 and self.part_bytes > 1 << 16:
+            if answer.status_code == 413 and self.part_bytes > _LEAST_PART:
+                self.part_bytes //= 2  # the server takes less at a time
                 continue
             if answer.status_code == 409 and "Blobviewer-Offset" in answer.headers:
+                conflicts += 1
+                if conflicts > _CONFLICTS:
+                    return Outcome(path, "failed", "the file kept changing while it was sent")
                 held = int(answer.headers["Blobviewer-Offset"])
                 offset = held if held <= mark.size else 0
                 continue
             return self._answered(path, answer, _as_list(mark), sent, redacted)
-        return Outcome(path, "failed", "the file kept changing while it was sent")
 
     def _answered(
         self,
