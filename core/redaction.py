@@ -43,9 +43,7 @@ _SHORTEST_VALUE = 8
 _PATTERNS: list[tuple[str, str, tuple[str, ...]]] = [
     (
         "private_key",
-        r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
-        r"(?:[^\"']{0,16000}?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
-        r"|[A-Za-z0-9+/=\s\\]{0,16000})",
+        r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----",
         ("PRIVATE KEY",),
     ),
     ("anthropic_key", r"sk-ant-[a-z0-9]{2,12}-[A-Za-z0-9_-]{20,}", ("sk-ant-",)),
@@ -72,7 +70,11 @@ _PATTERNS: list[tuple[str, str, tuple[str, ...]]] = [
     ),
     ("stripe_key", r"sk_(?:live|test)_[A-Za-z0-9]{16,}\b", ("sk_live_", "sk_test_")),
     ("stripe_key", r"rk_(?:live|test)_[A-Za-z0-9]{16,}\b", ("rk_live_", "rk_test_")),
-    ("jwt", r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", ("eyJ",)),
+    (
+        "jwt",
+        r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
+        ("eyJ",),
+    ),
     (
         "url_password",
         r"://[^\s:/@\"'\\<>\[\]]{1,200}:(?P<secret>[^\s/@\"'\\<>\[\]]{1,200})@",
@@ -96,8 +98,9 @@ _SECRET_PARTS = {
     "credential",
     "credentials",
     "apikey",
-    "pwd",
 }
+# The last parts of names that say where a secret is, or what it is called: not it.
+_NOT_THE_SECRET = {"path", "file", "url", "uri", "dir", "endpoint", "name", "id", "type"}
 _KEY_AFTER = {
     "api",
     "secret",
@@ -120,8 +123,13 @@ _NEEDLES = ("secret", "token", "passw", "passphrase", "credential", "pwd", "key"
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
 _NAME_PARTS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 _ASSIGNED = re.compile(
-    r"(?:\\?[\"'])?[ \t]*[=:][ \t]*(?P<quote>\\?[\"'])?(?P<secret>[^\s\"'\\,;]+)"
+    r"(?:\\?[\"'])?[ \t]*[=:][ \t]*(?P<quote>\\?[\"'])?(?P<secret>[^\s\"'\\,;]{1,512})"
 )
+# How far a private key's END line may be from its BEGIN line; and, without one (a key
+# cut off), its body: base64, whitespace and JSON's escaped line ends.
+_PEM_REACH = 16000
+_PEM_END = re.compile(r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
+_PEM_BODY = re.compile(r"(?:[A-Za-z0-9+/=\s]|\\[nrt]){0,16000}")
 # A word's character: a match must not begin right after one.
 _WORD = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 # Values of `NAME=value` that are code rather than a secret: calls, indexes, dotted names.
@@ -129,7 +137,7 @@ _EXPRESSION = re.compile(r"[()\[\]{}]|^[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+$"
 # Values that are no secret: placeholders and references.
 _PLACEHOLDER = re.compile(
     r"^(?:\$.*|<.*|\{.*|%.*|\*+|x+|\.+|-+|none|null|true|false|redacted.*|\[redacted.*"
-    r"|changeme|your[_-].*|example.*|placeholder.*|\d+)$",
+    r"|changeme|your[_-].*|example.*|placeholder.*|-?\d+(?:\.\d+)?)$",
     re.IGNORECASE,
 )
 
@@ -163,19 +171,49 @@ def find_secrets(text: str) -> list[Finding]:
             continue
         for match in pattern.finditer(text):
             at = match.start()
-            if at and text[at - 1] in _WORD and kind != "url_password":
-                continue  # inside a word: not where such a secret begins
+            if kind != "url_password" and _inside_word(text, at):
+                continue  # not where such a secret begins
             group = "secret" if "secret" in pattern.groupindex else 0
             if kind == "url_password" and _PLACEHOLDER.match(match.group("secret")):
                 continue
-            candidates.append(Finding(kind, *match.span(group)))
+            start, end = match.span(group)
+            if kind == "private_key":
+                end = _pem_end(text, end)
+            candidates.append(Finding(kind, start, end))
     if any(needle in lowered for needle in _NEEDLES):
         candidates += _named_secrets(text, lowered)
     found: list[Finding] = []
     for finding in sorted(candidates, key=lambda f: (f.start, -f.end)):
-        if not found or finding.start >= found[-1].end:
+        if found and finding.start < found[-1].end:  # overlapping: redact both, as one
+            last = found[-1]
+            found[-1] = Finding(last.kind, last.start, max(last.end, finding.end))
+        else:
             found.append(finding)
     return found
+
+
+def _inside_word(text: str, at: int) -> bool:
+    """Whether *at* is inside a word: after a word's character that is not the letter of
+    a JSON escape (in JSON text a line starts after `\\n`)."""
+    return at > 0 and text[at - 1] in _WORD and not _escaped(text, at - 1)
+
+
+def _escaped(text: str, at: int) -> bool:
+    """Whether the character at *at* is the letter of a JSON escape (`\\n`, `\\t`)."""
+    return at > 0 and text[at - 1] == "\\" and text[at].isalpha()
+
+
+def _pem_end(text: str, header_end: int) -> int:
+    """Where the private key whose BEGIN line ends at *header_end* ends: after its END
+    line, when one follows within _PEM_REACH and no quote comes between; else after the
+    body that follows (a key cut off)."""
+    end = text.find("-----END ", header_end, header_end + _PEM_REACH)
+    if end >= 0 and '"' not in text[header_end:end] and "'" not in text[header_end:end]:
+        closing = _PEM_END.match(text, end)
+        if closing:
+            return closing.end()
+    body = _PEM_BODY.match(text, header_end)
+    return body.end() if body else header_end
 
 
 def _named_secrets(text: str, lowered: str) -> list[Finding]:
@@ -185,17 +223,17 @@ def _named_secrets(text: str, lowered: str) -> list[Finding]:
         at = lowered.find(needle)
         while at >= 0:
             start, end = at, at + len(needle)
-            while start and text[start - 1] in _NAME_CHARS:
+            while start and text[start - 1] in _NAME_CHARS and not _escaped(text, start - 1):
                 start -= 1
             while end < len(text) and text[end] in _NAME_CHARS:
                 end += 1
-            if start not in names:
+            name = text[start:end].strip(".-")
+            if start not in names and _says_secret(name):
                 names.add(start)
-                name = text[start:end].strip(".-")
                 assigned = _ASSIGNED.match(text, start + len(text[start:end].rstrip(".-")))
                 quoted = assigned is not None and bool(assigned.group("quote"))
                 value = assigned.group("secret") if assigned else ""
-                if assigned and _says_secret(name) and _named_value(name, value, quoted=quoted):
+                if assigned and _named_value(name, value, quoted=quoted):
                     found.append(Finding("named_secret", *assigned.span("secret")))
             at = lowered.find(needle, end)
     return found
@@ -203,6 +241,8 @@ def _named_secrets(text: str, lowered: str) -> list[Finding]:
 
 def _says_secret(name: str) -> bool:
     parts = [part.lower() for part in _NAME_PARTS.findall(name)]
+    if parts and parts[-1] in _NOT_THE_SECRET:
+        return False  # TOKEN_URL, SSH_KEY_PATH: where a secret is, not the secret
     for index, part in enumerate(parts):
         if part in _SECRET_PARTS or (part == "key" and index and parts[index - 1] in _KEY_AFTER):
             return True

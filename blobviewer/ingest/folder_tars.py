@@ -35,9 +35,22 @@ def folder_tar(folder: Path, transform: Callable[[bytes], bytes] | None = None) 
     return buffer.getvalue()
 
 
-def unpack_folder(data: bytes, into: Path) -> None:
-    """Extract the tar *data* into the folder *into*: nothing outside it, no links out, no
-    devices, plain modes (tarfile's "data" filter). Raises tarfile.TarError (or OSError)
-    for a tar that is damaged or breaks those rules."""
+def unpack_folder(data: bytes, into: Path, name: str | None = None) -> None:
+    """Extract the tar *data* into the folder *into*. Every member is checked before any
+    is written: regular files and folders only (no links of any kind, no devices), each
+    under one folder (*name* when given), none absolute or reaching up with `..`; then
+    tarfile's "data" filter besides. Raises tarfile.TarError (or OSError) for a tar that
+    is damaged or breaks those rules."""
     with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tar:
-        tar.extractall(into, filter="data")
+        members = tar.getmembers()
+        for member in members:
+            parts = Path(member.name).parts
+            if (
+                not (member.isfile() or member.isdir())
+                or member.name.startswith(("/", "\\"))
+                or not parts
+                or ".." in parts
+                or (name is not None and parts[0] != name)
+            ):
+                raise tarfile.TarError(f"{member.name!r}: not a file or folder of the folder")
+        tar.extractall(into, members=members, filter="data")

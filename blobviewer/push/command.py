@@ -88,6 +88,9 @@ def push_command(
     if not url:
         err.write("blobviewer push: give the server: --to URL, or BLOBVIEWER_URL\n")
         return 2
+    if not url.startswith(("http://", "https://")):
+        err.write(f"blobviewer push: {url!r}: give the server's URL, with http:// or https://\n")
+        return 2
     if not token and not options.dry_run:
         err.write(
             "blobviewer push: set BLOBVIEWER_TOKEN to an API token (make one on the "
@@ -144,7 +147,11 @@ def _dry_run(pusher: Pusher, files: list[Path], out: TextIO) -> int:
             changed = held is None or held.mark != folder_mark(path)
             out.write(f"{path}: {'would send the folder whole' if changed else 'unchanged'}\n")
             continue
-        planned = pusher.plan(path)
+        try:
+            planned = pusher.plan(path)
+        except OSError as error:
+            out.write(f"{path}: would not be sent: {error}\n")
+            continue
         if planned is None:
             out.write(f"{path}: unchanged since it was sent\n")
             continue

@@ -43,6 +43,9 @@ PART_BYTES = 16 << 20
 MOST_WAIT = 60.0
 # The status of a push of a file that is no recording (blobviewer.team.pushed).
 NOT_A_RECORDING = 422
+# The statuses that say no to the recording as it is: kept, and said again only once the
+# file changes (a bad part, another user's session, an outdated or pruned one, no recording).
+_REFUSALS = {400, 403, 409, 410, NOT_A_RECORDING}
 # The statuses worth trying again: the server is busy, restarting or overloaded.
 _AGAIN = {429, 502, 503, 504}
 # The smallest part a push halves its parts to when the server says they are too big.
@@ -197,10 +200,13 @@ class Pusher:
 
     def _send(self, path: Path, mark: FileMark, offset: int) -> Outcome:
         sent, redacted, conflicts = 0, Counter[str](), 0
+        # A file sent whole replaces what the server holds; a JSON Lines file goes on from
+        # there, unless the server says what it holds is not this file's beginning.
+        replace = path.suffix != ".jsonl"
         while True:
             answer = None
             for part in self.parts(path, mark, offset):
-                answer = self._post(path, part)
+                answer = self._post(path, part, replace=replace and part.start == 0)
                 if not answer.is_success:
                     break
                 sent += part.end - part.start  # of the file (what went is redacted)
@@ -216,7 +222,8 @@ class Pusher:
                 if conflicts > _CONFLICTS:
                     return Outcome(path, "failed", "the file kept changing while it was sent")
                 held = int(answer.headers["Blobviewer-Offset"])
-                offset = held if held <= mark.size else 0
+                offset = held if 0 < held <= mark.size else 0
+                replace = replace or offset == 0
                 continue
             return self._answered(path, answer, _as_list(mark), sent, redacted)
 
@@ -230,8 +237,12 @@ class Pusher:
     ) -> Outcome:
         """What the server's last *answer* to a push of *path* (now *mark*) comes to."""
         if answer.is_success:
-            body = answer.json()
-            self.state.put(path, Held(int(body["offset"]), mark))
+            try:
+                body = answer.json()
+                held = int(body["offset"])
+            except (ValueError, KeyError, TypeError):
+                return Outcome(path, "failed", "the server's answer is not blobviewer's")
+            self.state.put(path, Held(held, mark))
             sessions = body.get("sessions", [])
             if not sent and not any(session["new_items"] for session in sessions):
                 return Outcome(path, "unchanged", "the server holds it already")
@@ -239,8 +250,8 @@ class Pusher:
         refusal = answer.text.strip() or f"HTTP {answer.status_code}"
         if answer.status_code == 401:
             raise TokenRefused(refusal)
-        if answer.status_code == 413:  # a server that takes less than the recording
-            return Outcome(path, "failed", refusal)
+        if answer.status_code not in _REFUSALS:  # the server's trouble, or not a blobviewer
+            return Outcome(path, "failed", f"HTTP {answer.status_code}: {refusal[:200]}")
         self.state.put(path, Held(0, mark, refused=refusal))
         kind = "skipped" if answer.status_code == NOT_A_RECORDING else "refused"
         return Outcome(path, kind, refusal)
@@ -286,7 +297,9 @@ class Pusher:
                 yield Part(offset, offset + whole, body, redacted, final=offset + whole >= stop)
                 offset += whole
 
-    def _post(self, path: Path, part: Part, *, layout: str = "file") -> httpx.Response:
+    def _post(
+        self, path: Path, part: Part, *, layout: str = "file", replace: bool = False
+    ) -> httpx.Response:
         """One request, tried again with backoff while the server is down or busy."""
         params = {
             "key": f"{self.host}:{path.resolve()}",
@@ -299,6 +312,8 @@ class Pusher:
             params.update(end=str(part.end), end_prefix=prefix_digest(path, part.end) or "")
         if part.start:
             params["prefix"] = prefix_digest(path, part.start) or ""
+        if replace:
+            params["replace"] = "1"
         for delay in self._delays():
             try:
                 answer = self.http.post(

@@ -10,9 +10,9 @@ from and the digest of the sender's bytes before it (blobviewer.ingest.marks.pre
 as ingest marks grown files), and the offset and digest its bytes end at; the site keeps
 the last of these beside the copy (`.held.json`: the copy's own bytes may differ from
 the sender's, redacted). The copy grows by what is sent when offset and digest match
-what the site holds, and is replaced when the offset is 0. Otherwise the answer is 409
-with the offset the site holds (0 when the bytes before it differ), and the client sends
-from there. The last part of a push (`final`,
+what the site holds, and is replaced when the sender asks (`replace=1`, from offset 0).
+Otherwise the answer is 409 with the offset the site holds (0 when the bytes before it
+differ: send it whole), and the client sends from there. The last part of a push (`final`,
 the default) is then ingested exactly as `manage.py ingest` ingests a file, for the token's
 user: a grown JSON Lines recording is read from where its last ingest ended.
 
@@ -67,7 +67,8 @@ HELD_OFFSET = "Blobviewer-Offset"
 # ingest passes over such a file found in a folder).
 NOT_A_RECORDING = 422
 _KEY_CHARS = 2000
-_NAME_CHARS = 255
+# Room for the copy's own names beside it (`.<name>.before`) within a file name's 255 bytes.
+_NAME_BYTES = 200
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,9 @@ class Push:
     end_prefix: str = ""
     # A conversation folder, sent whole as a tar of its files (folder_tars.folder_tar).
     folder: bool = False
+    # From offset 0: replace whatever is held (a file sent whole, or one that changed
+    # before what the site holds), rather than be told where the site stands.
+    replace: bool = False
 
     @classmethod
     def of(cls, request: HttpRequest) -> Push:
@@ -100,7 +104,7 @@ class Push:
             )
         if (
             not name
-            or len(name) > _NAME_CHARS
+            or len(name.encode("utf-8", "surrogatepass")) > _NAME_BYTES
             or name in (".", "..")
             or name.startswith(".")
             or any(char in name for char in "/\\\x00")
@@ -144,6 +148,7 @@ class Push:
             end,
             query.get("end_prefix", ""),
             folder=layout == "folder",
+            replace=query.get("replace") == "1",
         )
 
 
@@ -192,7 +197,7 @@ def receive_push(
             return _receive_folder(request, path, owner, max_bytes)
     with _locked(path.parent):
         held = _Held.of(path)
-        if push.offset != held.offset:
+        if push.offset != held.offset and not (push.replace and push.offset == 0):
             message = f"the server holds {held.offset:,} bytes of this recording: send from there"
             raise HeldElsewhere(message, held.offset)
         if push.offset and held.prefix != push.prefix:
@@ -226,7 +231,7 @@ def _receive_folder(
         staging = Path(tempfile.mkdtemp(dir=path.parent, prefix=".unpack-"))
         try:
             try:
-                unpack_folder(body.read_bytes(), staging)
+                unpack_folder(body.read_bytes(), staging, path.name)
             except (tarfile.TarError, OSError) as error:
                 raise UploadError(f"not a tar of the folder: {error}") from None
             unpacked = staging / path.name

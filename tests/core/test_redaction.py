@@ -116,3 +116,36 @@ def test_the_redactors_findings_on_every_real_recording_are_the_expected_ones():
 def test_blobviewer_redact_off_turns_it_off(monkeypatch, setting, on):
     monkeypatch.setenv("BLOBVIEWER_REDACT", setting)
     assert redaction_enabled() is on
+
+
+@pytest.mark.parametrize("kind", sorted(PLANTED))
+def test_a_planted_secret_on_a_line_of_its_own_in_json_text_is_caught(kind):
+    """In a JSON Lines line the secret follows an escaped line end (`\\n`), which is
+    where a line begins, not the inside of a word."""
+    text = json.dumps({"output": f"first line\n{PLANTED[kind]}\nlast line"})
+
+    redacted, kinds = redact(text)
+
+    assert kinds == {kind: 1}
+    assert json.loads(redacted)["output"] == redact(f"first line\n{PLANTED[kind]}\nlast line")[0]
+
+
+def test_overlapping_secrets_are_redacted_as_one_and_nothing_of_either_is_left():
+    text = "SSH_PRIVATE_KEY=base64:" + PLANTED["private_key"]
+
+    redacted, _ = redact(text)
+
+    assert "b3BlbnNzaC1rZXktdjEAAAAA" not in redacted and redacted.endswith("\nafter")
+    assert redact(redacted)[0] == redacted
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"TOKEN_TTL":-86400000,"x":1}',
+        "PWD=/home/alice/projects/blobviewer\nTOKEN_URL=https://oauth2.googleapis.com/token",
+        "SSH_KEY_PATH=~/.ssh/id_ed25519 GOOGLE_APPLICATION_CREDENTIALS_FILE=/home/a/sa.json",
+    ],
+)
+def test_numbers_paths_and_urls_named_like_secrets_are_left_alone(text):
+    assert redact(text) == (text, {})

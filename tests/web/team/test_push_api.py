@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import shutil
+import tarfile
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -234,7 +235,7 @@ def test_a_folder_that_is_not_a_tar_of_itself_is_refused_and_nothing_is_held(
 
     assert [answer.status_code for answer in answers] == [400, 400, 400]
     assert answers[0].content.startswith(b"not a tar of the folder")
-    assert answers[1].content.startswith(b"the tar must hold the folder")
+    assert answers[1].content.startswith(b"not a tar of the folder: 'other-name'")
     assert answers[2].content.startswith(b"layout: ")
     assert not list((data_dir / "pushed").rglob("events"))
     assert post_folder(client, secret, folder_tar(CONVERSATION)).status_code == 201
@@ -251,3 +252,43 @@ def post_folder(client: Client, secret: str, data: bytes, *, offset: int = 0):
         content_type="application/x-tar",
         headers={"Authorization": f"Bearer {secret}"},
     )
+
+
+def test_a_folder_tar_with_a_link_or_a_path_out_is_refused_before_anything_is_written(
+    client, secret, data_dir, tmp_path
+):
+    for member in (
+        tarfile.TarInfo(f"{CONVERSATION.name}/escape"),
+        tarfile.TarInfo("../../outside.txt"),
+    ):
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w") as tar:
+            if member.name.endswith("escape"):
+                member.type, member.linkname = tarfile.SYMTYPE, "/etc"
+                tar.addfile(member)
+            else:
+                member.size = 5
+                tar.addfile(member, io.BytesIO(b"owned"))
+
+        answer = post_folder(client, secret, buffer.getvalue())
+
+        assert answer.status_code == 400
+        assert answer.content.startswith(b"not a tar of the folder")
+    assert not (data_dir / "outside.txt").exists() and not (tmp_path / "outside.txt").exists()
+    assert not any(path.is_symlink() for path in (data_dir / "pushed").rglob("*"))
+
+
+def test_replace_at_offset_0_takes_the_place_of_the_copy_held(client, secret, data_dir):
+    data = CLAUDE_CODE.read_bytes()
+    push(client, secret, data[:1000], final=False)
+    assert push(client, secret, data).status_code == 409  # not asked to replace
+
+    query = urlencode({"key": KEY, "name": CLAUDE_CODE.name, "replace": 1})
+    answer = client.post(
+        f"/api/recordings?{query}",
+        data=data,
+        content_type="application/octet-stream",
+        headers={"Authorization": f"Bearer {secret}"},
+    )
+
+    assert answer.status_code == 201 and answer.json()["offset"] == len(data)

@@ -4,6 +4,8 @@ client talks to the site in this process (httpx's WSGI transport)."""
 
 from __future__ import annotations
 
+import json
+
 import httpx
 import pytest
 from django.core.wsgi import get_wsgi_application
@@ -66,3 +68,60 @@ def test_a_line_still_being_written_waits_for_its_newline(pusher, tmp_path):
     assert first.sent_bytes == start  # up to the last whole line
     assert second.sent_bytes == len(data) - start
     assert Session.objects.get().item_count == Item.objects.count()
+
+
+GEMINI = FIXTURES / "gemini" / "gemini_golden.json"
+
+
+def test_a_recording_rewritten_as_it_grows_is_sent_whole_each_time_it_changes(pusher, tmp_path):
+    """A JSON document (Gemini CLI's session file) is rewritten, not appended to: each
+    push of it replaces the copy the server holds."""
+    recording = tmp_path / GEMINI.name
+    document = json.loads(GEMINI.read_text())
+    messages = document["messages"]
+    document["messages"] = messages[:2]
+    recording.write_text(json.dumps(document))
+    first = pusher.push(recording)
+    document["messages"] = messages
+    recording.write_text(json.dumps(document, indent=1))
+
+    again = pusher.push(recording)
+
+    assert first.kind == again.kind == "sent", (first.line(), again.line())
+    assert again.sent_bytes == recording.stat().st_size
+    assert Session.objects.get().item_count == Item.objects.count() > 2
+
+
+def test_a_json_lines_file_rewritten_from_its_start_is_sent_whole(pusher, tmp_path):
+    recording = tmp_path / CODEX.name
+    data = CODEX.read_bytes()
+    recording.write_bytes(data[: data.index(b"\n", 10_000) + 1])
+    assert pusher.push(recording).kind == "sent"
+    pusher.state.path.unlink()  # and the state is lost too
+    pusher.state = PushState(pusher.state.path, pusher.state.server)
+    recording.write_bytes(data.replace(b"2026-05-11", b"2026-05-12", 1))
+
+    outcome = pusher.push(recording)
+
+    assert outcome.kind in ("sent", "refused"), outcome.line()
+    assert outcome.kind == "refused" or outcome.sent_bytes == recording.stat().st_size
+
+
+def test_a_server_error_is_not_kept_as_a_refusal(tmp_path):
+    answers = iter(
+        [
+            httpx.Response(500, text="Internal Server Error"),
+            httpx.Response(201, json={"offset": 2, "sessions": [], "refused": []}),
+        ]
+    )
+    transport = httpx.MockTransport(lambda request: next(answers))
+    recording = tmp_path / "run.json"
+    recording.write_text("{}")
+    pusher = Pusher(
+        "http://testserver", "bv_x", PushState(tmp_path / "s.json", "x"), transport=transport
+    )
+
+    first, second = pusher.push(recording), pusher.push(recording)
+
+    assert first.kind == "failed" and "HTTP 500" in first.message
+    assert second.kind == "sent"
