@@ -11,6 +11,10 @@ from pathlib import Path
 import pytest
 from isolation import GUARDED_DATA, REPO, SYSTEM_TMP
 
+# One worker runs these one after the other: an inner run watches ./data and the system's
+# temporary folder, where another of these tests plants a file on purpose.
+pytestmark = pytest.mark.xdist_group("isolation")
+
 INNER = """
 import os, tempfile
 from pathlib import Path
