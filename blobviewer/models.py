@@ -62,12 +62,24 @@ class Session(models.Model):
     status = models.CharField(max_length=100, blank=True)
     # The secrets redacted out of its items (the sum of their `redactions`).
     redaction_count = models.PositiveIntegerField(default=0)
+    # Evaluation runs (docs/evaluations.md), where the recording says: the job a trial
+    # ran in, the task it worked on, and its outcome by the verifier's reward ("pass",
+    # "fail", or "" when there is none); the reward itself when it is a number.
+    job = models.CharField(max_length=200, blank=True)
+    task = models.CharField(max_length=300, blank=True)
+    outcome = models.CharField(max_length=10, blank=True)
+    reward = models.FloatField(null=True, blank=True)
+    # What the run cost in US dollars: the recording's own figure, else priced from its
+    # tokens and model (docs/cost.md); None when neither is known.
+    cost_usd = models.FloatField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
         indexes = [
             models.Index(fields=["-created_at"]),
             models.Index(fields=["model"]),
+            models.Index(fields=["job", "outcome"]),
+            models.Index(fields=["task"]),
             # The list's default order ("Started", newest first: blobviewer.timeline.sort),
             # which a search walks until its page is full.
             models.Index(
@@ -126,6 +138,13 @@ class Item(models.Model):
     input_tokens = models.BigIntegerField(null=True, blank=True)
     output_tokens = models.BigIntegerField(null=True, blank=True)
     context_tokens = models.BigIntegerField(null=True, blank=True)
+    # Of the tokens read, those served from the prompt cache and those written to it
+    # (priced apart); None when not recorded.
+    cache_read_tokens = models.BigIntegerField(null=True, blank=True)
+    cache_write_tokens = models.BigIntegerField(null=True, blank=True)
+    # The turn's cost in US dollars as the recording gives it (ATIF `cost_usd`, Claude
+    # Code's `costUSD`); None when it gives none.
+    cost_usd = models.FloatField(null=True, blank=True)
     # Tool results: from the call's turn to the result, where the recording has times.
     duration = models.DurationField(null=True, blank=True)
     # An importer's own note about the item (e.g. "persisted by Claude Code; full output

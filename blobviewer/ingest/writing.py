@@ -4,6 +4,7 @@ rows and links, and the session's facts and totals."""
 
 from __future__ import annotations
 
+import math
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -88,6 +89,21 @@ def session_fields(
         "source_path": source_path[:1000],
         "source_format": source_format,
         "importer_version": version,
+        **evaluation_fields(header),
+    }
+
+
+def evaluation_fields(header: Mapping[str, Any]) -> dict[str, Any]:
+    """An evaluation run's job, task, outcome and reward as the header gives them
+    (docs/evaluations.md): text cut to its column, a reward only when it is a number."""
+    reward = header.get("reward")
+    number = isinstance(reward, int | float) and not isinstance(reward, bool)
+    outcome = header.get("outcome")
+    return {
+        "job": storable(str(header.get("job") or ""))[:200],
+        "task": storable(str(header.get("task") or ""))[:300],
+        "outcome": outcome if outcome in ("pass", "fail") else "",
+        "reward": float(reward) if number and math.isfinite(reward) else None,
     }
 
 
