@@ -10,7 +10,7 @@ from django.core.validators import ProhibitNullCharactersValidator
 from django.db.models import Exists, F, OuterRef, QuerySet
 from django.utils.functional import cached_property
 
-from blobviewer.models import Blob, BlobRef, Session
+from blobviewer.models import OUTCOMES, Blob, BlobRef, Session
 from blobviewer.search.queries import MAX_QUERY_CHARS, SearchQuery, parse_query, session_filter
 from blobviewer.timeline.sort import DEFAULT_SORT, Sort, UnknownSort, parse_sort
 from core.selectors import Selector, SelectorError, parse_selector
@@ -26,6 +26,11 @@ class SessionFilterForm(forms.Form):
     q = forms.CharField(required=False, max_length=MAX_QUERY_CHARS, label="Search")
     model = forms.CharField(required=False, max_length=200)
     has_blobs = forms.BooleanField(required=False, label="with blobs")
+    # Evaluation runs (docs/evaluations.md): the job a trial ran in, and how it ended.
+    job = forms.CharField(required=False, max_length=200)
+    outcome = forms.ChoiceField(
+        required=False, choices=[("", "any"), *((o, o) for o in OUTCOMES), ("none", "none")]
+    )
 
     @cached_property
     def query(self) -> SearchQuery | None:
@@ -52,7 +57,7 @@ class SessionFilterForm(forms.Form):
     @property
     def filtering(self) -> bool:
         return self.is_valid() and any(
-            self.cleaned_data[name] for name in ("q", "model", "has_blobs")
+            self.cleaned_data[name] for name in ("q", "model", "has_blobs", "job", "outcome")
         )
 
     def filter(self, sessions: QuerySet[Session]) -> QuerySet[Session]:
@@ -67,6 +72,10 @@ class SessionFilterForm(forms.Form):
             sessions = sessions.filter(model=data["model"])
         if data["has_blobs"]:
             sessions = sessions.filter(blob_count__gt=0)
+        if data["job"]:
+            sessions = sessions.filter(job=data["job"])
+        if data["outcome"]:
+            sessions = sessions.filter(outcome="" if data["outcome"] == "none" else data["outcome"])
         return sessions
 
 

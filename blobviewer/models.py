@@ -18,6 +18,10 @@ from django.utils import timezone
 
 from blobviewer.ingest.marks import PATH_CHARS
 
+# How an evaluation run ended, by its verifier's reward (blobviewer.ingest.importers.harbor):
+# a reward of 1 or more, of 0 or less, between, or none and an exception.
+OUTCOMES = ("pass", "fail", "partial", "error")
+
 
 class Session(models.Model):
     """One recorded agent run; `id` is the session log's own id."""

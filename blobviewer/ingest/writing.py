@@ -28,7 +28,7 @@ from blobviewer.ingest.rows import (
     session_created_at,
     storable_json,
 )
-from blobviewer.models import Blob, BlobRef, Item, PrunedSession, Session
+from blobviewer.models import OUTCOMES, Blob, BlobRef, Item, PrunedSession, Session
 from blobviewer.search.folding import storable
 from blobviewer.timeline.facts import (
     FACT_FIELDS,
@@ -91,10 +91,6 @@ def session_fields(
         "importer_version": version,
         **evaluation_fields(header),
     }
-
-
-# An evaluation run's outcomes (blobviewer.ingest.importers.harbor).
-OUTCOMES = ("pass", "fail", "partial", "error")
 
 
 def evaluation_fields(header: Mapping[str, Any]) -> dict[str, Any]:

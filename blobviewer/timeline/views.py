@@ -16,6 +16,7 @@ from blobviewer.forms import SessionFilterForm
 from blobviewer.models import Item, Session
 from blobviewer.responses import positive_int, render_page
 from blobviewer.search.results import list_hits
+from blobviewer.timeline.jobs import job_rates
 from blobviewer.timeline.pages import item_blob_refs, item_page_context, page_context
 from blobviewer.timeline.sort import headers as sort_headers
 
@@ -105,7 +106,14 @@ def session_list(request: HttpRequest) -> HttpResponse:
     else:
         page, totals = _page_and_totals(sessions, number)
     models = Session.objects.exclude(model="").order_by("model").values_list("model", flat=True)
+    jobs = job_rates()
+    chosen = form.cleaned_data.get("job", "") if form.is_valid() else ""
+    job_rate = next((rate for rate in jobs if rate.job == chosen), None) if chosen else None
+    if chosen and job_rate is None:  # an older job than the filter offers
+        job_rate = next(iter(job_rates(chosen)), None)
     context = {
+        "jobs": jobs,
+        "job_rate": job_rate,
         "form": form,
         "page": page,
         "totals": totals,
