@@ -162,10 +162,15 @@ def _outcome(reward: float | None, rewards: dict[str, float], failed: bool) -> s
 
 
 def _job_name(path: Path, config: dict[str, Any]) -> str:
-    """The job folder's name (`jobs/<job>/<trial>`), else the job id the config gives."""
+    """The job folder's name (`jobs/<job>/<trial>`), else the folder the config says the
+    job kept its trials in (a trial pushed alone, or copied out of its job), else the
+    job's id."""
     job = path.parent
     if any((job / name).is_file() for name in _JOB_FILES):
         return job.name
+    trials_dir = Path(str_or_empty(config.get("trials_dir"))).name
+    if trials_dir and trials_dir != "trials":  # Harbor's default for a trial run alone
+        return trials_dir
     return str_or_empty(config.get("job_id"))
 
 

@@ -8,10 +8,13 @@ import shutil
 from io import StringIO
 from pathlib import Path
 
+import httpx
 import pytest
 from django.core.management import call_command
+from django.core.wsgi import get_wsgi_application
 
 from blobviewer.models import Item, Session
+from blobviewer.push.sending import Pusher, PushState
 from core.store.blob_id import BLOB_REF
 from importers.recordings import CLAUDE_CODE, CLAUDE_SESSION, FIXTURES, write_json
 
@@ -44,6 +47,7 @@ def trial(
         folder / "config.json",
         {
             "trial_name": name,
+            "trials_dir": str(job),
             "task": {"path": f"tasks/{task}"},
             "agent": {"name": "claude-code", "model_name": "anthropic/claude-opus-4-6"},
         },
@@ -204,3 +208,23 @@ def test_the_list_filters_by_job_and_outcome_and_shows_the_pass_rate(
     session = Session.objects.get(meta__harbor_trial="fix-bug__BBB")
     detail = client.get(session.get_absolute_url()).content.decode()
     assert f'href="/?job={job}"' in detail and "reward 0.0" in detail and "outcome-fail" in detail
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_trial_pushed_alone_keeps_its_job_and_reward(jobs: Path, api_token, tmp_path) -> None:
+    folder = jobs / "2026-06-16__12-00-00" / "fix-bug__AAA"
+    state = PushState(tmp_path / "state.json", "http://testserver")
+    transport = httpx.WSGITransport(app=get_wsgi_application())
+    pusher = Pusher("http://testserver", api_token[1], state, transport=transport)
+    try:
+        outcome = pusher.push(folder)
+    finally:
+        pusher.close()
+    assert outcome.kind == "sent", outcome.line()
+    session = Session.objects.get()
+    assert (session.job, session.task, session.outcome) == (
+        "2026-06-16__12-00-00",
+        "fix-bug",
+        "pass",
+    )
+    assert session.owner == api_token[0].user
