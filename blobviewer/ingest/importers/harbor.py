@@ -111,8 +111,9 @@ def with_trial_facts(recording: Recording, facts: dict[str, Any]) -> Recording:
         if facts[key] not in ("", None):
             session[key] = facts[key]
     session["meta"] = {**session.get("meta", {}), **facts["meta"]}
-    if facts["task"]:
-        session["title"] = facts["task"]
+    # The trial's name (Harbor's: the task and a suffix of its own) tells a job's trials
+    # of one task apart; the task is the session's too.
+    session["title"] = facts["meta"]["harbor_trial"]
     return recording
 
 

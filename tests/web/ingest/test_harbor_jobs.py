@@ -144,7 +144,7 @@ def test_a_job_folder_is_a_session_per_trial_with_its_reward(jobs: Path) -> None
         1.0,
         "atif",
     )
-    assert passed.meta["harbor_model"] == "claude-opus-4-6" and passed.title == "fix-bug"
+    assert passed.meta["harbor_model"] == "claude-opus-4-6" and passed.title == "fix-bug__AAA"
     # The native Claude Code log is read instead of the ATIF conversion beside it.
     assert (native.source_format, str(native.id)) == ("claude_code", CLAUDE_SESSION)
     assert (native.task, native.outcome, native.reward) == ("fix-bug", "fail", 0.0)
@@ -201,7 +201,7 @@ def test_the_list_filters_by_job_and_outcome_and_shows_the_pass_rate(
     both = client.get("/", {"outcome": "pass", "job": job}).content.decode()
     assert both.count('<tr class="session') == 1
     errored = client.get("/", {"outcome": "error"}).content.decode()
-    assert errored.count('<tr class="session') == 1 and ">list-files<" in errored
+    assert errored.count('<tr class="session') == 1 and ">list-files__CCC<" in errored
     bad = client.get("/", {"outcome": "nonsense"})
     assert bad.status_code == 200 and "Outcome: Select a valid choice" in bad.content.decode()
     # The session page says the job (a link to its trials), the task and the reward.
