@@ -24,6 +24,7 @@ PAGES = [
     "agents.md",
     "session-log.md",
     "recording.md",
+    "evaluations.md",
     "pages.md",
     "http-api.md",
     "team.md",
