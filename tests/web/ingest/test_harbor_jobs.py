@@ -4,6 +4,8 @@ conversion; ATIF outputs over 800 bytes promoted; the list filters by job and ou
 
 from __future__ import annotations
 
+import json
+import re
 import shutil
 from io import StringIO
 from pathlib import Path
@@ -228,3 +230,20 @@ def test_a_trial_pushed_alone_keeps_its_job_and_reward(jobs: Path, api_token, tm
         "pass",
     )
     assert session.owner == api_token[0].user
+
+
+def test_a_trajectorys_recorded_totals_are_on_its_page(
+    jobs: Path, client, django_user_model
+) -> None:
+    ingest(jobs)
+    client.force_login(django_user_model.objects.create_user("ann", password="pw"))
+    session = Session.objects.get(meta__harbor_trial="fix-bug__AAA")
+    totals = json.loads((ATIF / "claude-code" / "trajectory_pass.json").read_text())[
+        "final_metrics"
+    ]
+    page = client.get(session.get_absolute_url()).content.decode()
+    expected = (
+        f"{totals['total_prompt_tokens']:,} in ({totals['total_cached_tokens']:,} cached), "
+        f"{totals['total_completion_tokens']:,} out"
+    )
+    assert expected in re.sub("<[^>]+>", "", page)
