@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db import transaction
+from django.db import DatabaseError, transaction
 
 from blobviewer.catalog.export_atif import ExportError, write_atif
 from blobviewer.catalog.export_html import write_html
@@ -78,7 +78,10 @@ class Command(BaseCommand):
                 "--inline-blobs is for --format atif (HTML shows promoted outputs as summaries)"
             )
         session_id = _session_id(session_text)
-        session = Session.objects.filter(id=session_id).first()
+        try:
+            session = Session.objects.filter(id=session_id).first()
+        except DatabaseError as error:  # e.g. a data folder never ingested into
+            raise CommandError(f"cannot read the sessions: {str(error).splitlines()[0]}") from None
         if session is None:
             raise CommandError(f"no session {session_id}")
 
