@@ -39,6 +39,11 @@ class NotARecording(IngestError):
     """The file is in no format blobviewer reads (a folder scan skips such files)."""
 
 
+class PartOfAnother(NotARecording):
+    """The file is part of another recording beside it (an ATIF trajectory's continuation
+    or sub-agent), read with that one: skipped on its own, said why."""
+
+
 class OutdatedSession(IngestError):
     """The session was recorded by another version of its importer: a plain ingest appends
     nothing to it (its items would not match), and `manage.py ingest --rebuild` re-derives

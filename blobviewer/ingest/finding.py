@@ -9,7 +9,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from blobviewer.ingest.importers import folder_layout
+from blobviewer.ingest.importers import FOLDER_MARKERS, folder_layout
 
 RECORDING_SUFFIXES = (".jsonl", ".json", ".traj")
 
@@ -83,8 +83,11 @@ def recording_paths(
             found.append((path, True))
             continue
         candidates = _search(path, links)
-        # Recognised by what is in them (an events/ folder and its first event or state).
-        folders = {c.parent for c in candidates if c.name == "events" and folder_layout(c.parent)}
+        # Recognised by what is in them (an events/ folder and its first event or state;
+        # an agent/ folder beside a trial's result or config).
+        folders = {
+            c.parent for c in candidates if c.name in FOLDER_MARKERS and folder_layout(c.parent)
+        }
         for candidate in candidates:
             if folders and not folders.isdisjoint(candidate.parents):
                 continue  # inside a conversation folder: part of that recording

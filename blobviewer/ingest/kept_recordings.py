@@ -10,9 +10,11 @@ with the recording's own name:
 - a file: its bytes as read (a Claude Code JSONL, a trajectory, our own session log);
 - an OpenHands evaluation output (one run a line, each its own session): that run's line
   only, so a file of 500 runs is kept once in all, not 500 times;
-- an OpenHands conversation folder: an uncompressed tar of the folder's regular files and
-  folders (symbolic links are left out: they could name anything on the host), written
-  with fixed times and owners so that the same folder makes the same bytes.
+- a trajectory with its sub-agents: the file, for each of its sessions;
+- an OpenHands conversation folder or a Harbor trial: an uncompressed tar of the
+  folder's regular files and folders (symbolic links are left out: they could name
+  anything on the host), written with fixed times and owners so that the same folder
+  makes the same bytes.
 
 A copy is replaced only when its bytes changed and the ingest added or re-derived items:
 an older copy of a recording (on another host, or restored from a backup) that adds
@@ -49,7 +51,7 @@ def keep_copies(
     if not results:
         return []
     written = []
-    if opened.runs is not None:
+    if opened.runs is not None and any(number for number, _ in opened.runs):
         lines = path.read_bytes().split(b"\n")  # load_runs numbers the lines the same way
         numbers = {
             str(run.header["id"]): number
@@ -64,7 +66,7 @@ def keep_copies(
             if _keep(copies, result, opened.kind, data, name=path.name, layout="file"):
                 written.append(copies.location(result.session_id, opened.kind))
         return written
-    source_format = opened.recording.format if opened.recording is not None else OUR_FORMAT
+    source_format = OUR_FORMAT if opened.log is not None else opened.kind
     if path.is_dir():
         data, layout = folder_tar(path), "folder"
     else:

@@ -130,7 +130,7 @@ class PassTally(Tally):
     def notes(self) -> str:
         notes = f" ({self.unchanged} unchanged, not read)" if self.unchanged else ""
         if self.skipped:
-            notes += f" ({self.skipped} skipped: not recordings)"
+            notes += f" ({self.skipped} skipped: not recordings, or parts of one)"
         if self.pruned:
             notes += f" ({self.pruned} skipped: pruned sessions)"
         if self.outdated:

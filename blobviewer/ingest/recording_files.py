@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from blobviewer.ingest.errors import IngestError, NotARecording, NotResumable
+from blobviewer.ingest.errors import IngestError, NotARecording, NotResumable, PartOfAnother
 from blobviewer.ingest.importers import (
     OUR_FORMAT,
     RESUMABLE,
@@ -18,11 +18,12 @@ from blobviewer.ingest.importers import (
     UnknownFormat,
     folder_layout,
     holds_runs,
-    load_folder,
+    load_folder_sessions,
     load_runs,
-    load_sniffed,
+    load_sessions,
     sniff,
 )
+from blobviewer.ingest.importers.atif import PartOfRecording
 from blobviewer.ingest.importers.json_lines import (
     DEFAULT_MAX_RECORD,
     RecordingText,
@@ -35,7 +36,8 @@ from core.json_values import parse_json
 @dataclass(frozen=True)
 class Opened:
     """A recording read and recognised: our own log, parsed; another agent's recording;
-    or the runs of a file that holds several."""
+    or the runs of a file that holds several sessions (an evaluation output's, numbered
+    by line; a trajectory and its sub-agents', numbered 0)."""
 
     kind: str
     log: SessionLog | None = None
@@ -94,8 +96,7 @@ def open_recording(
     the read ended."""
     try:
         if path.is_dir() and folder_layout(path) is not None:
-            recording = load_folder(path)
-            return Opened(recording.format, recording=recording)
+            return opened_sessions(load_folder_sessions(path))
         resume = state.resume if state is not None else None
         carry = state.carry if state is not None else None
         with RecordingText.open(path, max_record=max_record, resume=resume) as text:
@@ -107,6 +108,8 @@ def open_recording(
             if state is not None:
                 state.ended(opened, text)
             return opened
+    except PartOfRecording as error:
+        raise PartOfAnother(str(path), error.line, error.message) from None
     except UnknownFormat as error:
         raise NotARecording(str(path), error.line, error.message) from None
     except RecordingError as error:
@@ -122,8 +125,16 @@ def _opened(path: Path, text: RecordingText, carry: dict[str, Any] | None) -> Op
     if holds_runs(kind, document):
         return Opened(kind, runs=load_runs(path, text))
     if kind != OUR_FORMAT:
-        return Opened(kind, recording=load_sniffed(path, text, kind, document, carry))
+        return opened_sessions(load_sessions(path, text, kind, document, carry))
     return Opened(kind, log=read_our_log(path, text))
+
+
+def opened_sessions(recordings: list[Recording]) -> Opened:
+    """A recording read: one session, or several (a trajectory and its sub-agents')."""
+    kind = recordings[0].format
+    if len(recordings) == 1:
+        return Opened(kind, recording=recordings[0])
+    return Opened(kind, runs=[(0, recording) for recording in recordings])
 
 
 def read_our_log(path: Path, text: RecordingText) -> SessionLog:

@@ -88,8 +88,8 @@ def ingest_file(
     opened = open_recording(path)
     if opened.runs is not None:
         message = (
-            f"an OpenHands evaluation output of {len(opened.runs)} runs, each a session of "
-            "its own: ingest it with manage.py ingest"
+            f"holds {len(opened.runs)} sessions (an evaluation output's runs, or a "
+            "trajectory and its sub-agents): ingest it with manage.py ingest"
         )
         raise IngestError(str(path), None, message)
     return _ingest_one(path, opened.session, store=store, options=options)
@@ -105,7 +105,8 @@ def ingest_recordings(
     """Ingest every session *path* holds: `[("", result)]` for a file or folder that is
     one recording (as ingest_file, whose errors it raises), or, for an OpenHands
     evaluation output, one `(label, outcome)` for each run, in line order: *label* names
-    the run (`line 3 (django__django-1)`), *outcome* is its IngestResult, or the
+    the run (`line 3 (django__django-1)`; a trajectory's sub-agent: `sub-agent NAME`, the
+    trajectory itself ""), *outcome* is its IngestResult, or the
     IngestError that skipped that run only (a damaged line reads `path:line: message`).
     *opened* is what open_recording read of *path*, if the caller read it already (to
     keep a copy of what was ingested)."""
@@ -118,7 +119,11 @@ def ingest_recordings(
         if isinstance(run, RecordingError):
             outcomes.append((f"line {number}", IngestError(run.path, run.line, run.message)))
             continue
-        label = f"line {number} ({run.header['meta'].get('instance_id', '')})"
+        label = (
+            run.label
+            if number == 0
+            else f"line {number} ({run.header['meta'].get('instance_id', '')})"
+        )
         try:
             outcomes.append((label, _ingest_one(path, run, store=store, options=options)))
         except IngestError as error:

@@ -93,17 +93,22 @@ def session_fields(
     }
 
 
+# An evaluation run's outcomes (blobviewer.ingest.importers.harbor).
+OUTCOMES = ("pass", "fail", "partial", "error")
+
+
 def evaluation_fields(header: Mapping[str, Any]) -> dict[str, Any]:
     """An evaluation run's job, task, outcome and reward as the header gives them
     (docs/evaluations.md): text cut to its column, a reward only when it is a number."""
     reward = header.get("reward")
-    number = isinstance(reward, int | float) and not isinstance(reward, bool)
+    if isinstance(reward, bool) or not isinstance(reward, int | float):
+        reward = None
     outcome = header.get("outcome")
     return {
         "job": storable(str(header.get("job") or ""))[:200],
         "task": storable(str(header.get("task") or ""))[:300],
-        "outcome": outcome if outcome in ("pass", "fail") else "",
-        "reward": float(reward) if number and math.isfinite(reward) else None,
+        "outcome": outcome if outcome in OUTCOMES else "",
+        "reward": float(reward) if reward is not None and math.isfinite(reward) else None,
     }
 
 

@@ -326,7 +326,7 @@ def test_a_run_still_being_written_is_ingested_once_complete(
 
 @pytest.mark.django_db
 def test_ingest_file_refuses_a_file_of_runs_in_one_line(fixtures_dir, data_dir: Path) -> None:
-    with pytest.raises(IngestError, match=r"of 3 runs, each a session of its own"):
+    with pytest.raises(IngestError, match=r"holds 3 sessions \(an evaluation output"):
         ingest_file(EVALUATION, store=blob_store())
     assert Session.objects.count() == 0
 

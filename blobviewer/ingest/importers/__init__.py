@@ -9,6 +9,7 @@ nothing twice. Plain Python: no Django here.
 from __future__ import annotations
 
 from blobviewer.ingest.importers.detect import (
+    FOLDER_MARKERS,
     OUR_FORMAT,
     RESUMABLE,
     detect,
@@ -16,8 +17,10 @@ from blobviewer.ingest.importers.detect import (
     holds_runs,
     importer_version,
     load_folder,
+    load_folder_sessions,
     load_recording,
     load_runs,
+    load_sessions,
     load_sniffed,
     read_bytes,
     sniff,
@@ -25,6 +28,7 @@ from blobviewer.ingest.importers.detect import (
 from blobviewer.ingest.importers.recording import Recording, RecordingError, UnknownFormat
 
 __all__ = [
+    "FOLDER_MARKERS",
     "OUR_FORMAT",
     "RESUMABLE",
     "Recording",
@@ -35,8 +39,10 @@ __all__ = [
     "holds_runs",
     "importer_version",
     "load_folder",
+    "load_folder_sessions",
     "load_recording",
     "load_runs",
+    "load_sessions",
     "load_sniffed",
     "read_bytes",
     "sniff",

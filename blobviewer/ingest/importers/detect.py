@@ -6,16 +6,23 @@ from pathlib import Path
 from typing import Any
 
 from blobviewer.ingest.importers import (
+    atif,
     claude_code,
     codex,
     gemini,
+    harbor,
     openai_chat,
     openhands,
     openhands_v1,
     swe_agent,
 )
 from blobviewer.ingest.importers.json_lines import RecordingText, RecordTooLarge
-from blobviewer.ingest.importers.recording import Recording, RecordingError, UnknownFormat
+from blobviewer.ingest.importers.recording import (
+    Recording,
+    RecordingError,
+    UnknownFormat,
+    session_uuid,
+)
 from core.agent.history import ITEM_TYPES
 
 OUR_FORMAT = "blobviewer"
@@ -25,7 +32,7 @@ OUR_IMPORTER_VERSION = 1
 # Each importer module has FORMAT and IMPORTER_VERSION; a new importer is added here.
 IMPORTERS = {
     module.FORMAT: module
-    for module in (claude_code, openai_chat, swe_agent, codex, gemini, openhands)
+    for module in (claude_code, openai_chat, swe_agent, codex, gemini, openhands, atif)
 }
 
 
@@ -76,6 +83,8 @@ def sniff(path: Path, data: bytes | RecordingText) -> tuple[str, Any]:
         if first is not None:
             raise UnknownFormat(path, 1, "JSON Lines of an unknown kind of recording") from None
         raise UnknownFormat(path, None, "not a recording: neither JSON nor JSON Lines") from None
+    if atif.looks_like(document):
+        return atif.FORMAT, document
     if swe_agent.looks_like(document):
         return swe_agent.FORMAT, document
     if openhands.looks_like_events(document):
@@ -89,7 +98,7 @@ def sniff(path: Path, data: bytes | RecordingText) -> tuple[str, Any]:
         None,
         "unknown recording format (expected a blobviewer session log, Claude Code JSONL, "
         "a Codex rollout, a Gemini CLI session, OpenHands events or evaluation output, "
-        "OpenAI chat messages or a SWE-agent trajectory)",
+        "OpenAI chat messages, a SWE-agent trajectory or an ATIF trajectory)",
     )
 
 
@@ -130,7 +139,11 @@ def load_sniffed(
     document: Any,
     carry: dict[str, Any] | None = None,
 ) -> Recording:
-    """The recording of a file whose format :func:`sniff` found. *carry*: see RESUMABLE."""
+    """The recording of a file whose format :func:`sniff` found (of an ATIF trajectory,
+    its main session: :func:`load_sessions` gives its sub-agents' too). *carry*: see
+    RESUMABLE."""
+    if kind == atif.FORMAT:
+        return atif.load(path, document)[0]
     if kind in RESUMABLE:
         return RESUMABLE[kind].load(path, data, carry)
     if kind == swe_agent.FORMAT:
@@ -147,6 +160,20 @@ def load_sniffed(
     raise RecordingError(path, None, "a blobviewer session log: read it with read_session_log")
 
 
+def load_sessions(
+    path: Path,
+    data: bytes | RecordingText,
+    kind: str,
+    document: Any,
+    carry: dict[str, Any] | None = None,
+) -> list[Recording]:
+    """Every session a file whose format :func:`sniff` found holds: its recording, and for
+    an ATIF trajectory its sub-agents' after it (each naming it as its parent)."""
+    if kind == atif.FORMAT:
+        return atif.load(path, document)
+    return [load_sniffed(path, data, kind, document, carry)]
+
+
 def holds_runs(kind: str, document: Any) -> bool:
     """Whether a file :func:`sniff` recognised holds several recordings, one a line (an
     OpenHands evaluation output): read with :func:`load_runs`, not load_sniffed."""
@@ -161,19 +188,65 @@ def load_runs(
     return openhands.load_evaluation_runs(path, data)
 
 
+# The file or folder, inside a folder that is one recording, that tells it is one: a
+# search for recordings finds that, and takes its folder (blobviewer.ingest.finding).
+FOLDER_MARKERS = ("events", "agent")
+
+
 def folder_layout(path: Path) -> str | None:
     """The layout of a folder that is one recording (an OpenHands conversation folder:
-    `v0` or `v1`), else None (a plain folder, searched for recordings)."""
+    `v0` or `v1`; a Harbor trial: `harbor`), else None (a plain folder, searched for
+    recordings)."""
+    if harbor.is_trial(path):
+        return "harbor"
     return openhands.conversation_layout(path)
 
 
 def load_folder(path: Path) -> Recording:
-    """The recording a conversation folder holds (see :func:`folder_layout`); raises
-    RecordingError. An event file that does not parse is reported by its path, unless it
-    is the last one (still being written: left for the next read)."""
-    layout = openhands.conversation_layout(path)
+    """The recording a folder that is one holds (see :func:`folder_layout`; of a Harbor
+    trial, its main session); raises RecordingError. An event file that does not parse is
+    reported by its path, unless it is the last one (still being written: left for the
+    next read)."""
+    return load_folder_sessions(path)[0]
+
+
+def load_folder_sessions(path: Path) -> list[Recording]:
+    """Every session a folder that is one recording holds: load_folder's, and a Harbor
+    trial's sub-agents after it."""
+    layout = folder_layout(path)
+    if layout == "harbor":
+        return _load_trial(path)
     if layout == "v1":
-        return openhands_v1.load_v1_folder(path)
+        return [openhands_v1.load_v1_folder(path)]
     if layout == "v0":
-        return openhands.load_v0_folder(path)
-    raise RecordingError(path, None, "not an OpenHands conversation folder")
+        return [openhands.load_v0_folder(path)]
+    raise RecordingError(path, None, "not an OpenHands conversation folder or Harbor trial")
+
+
+def _load_trial(path: Path) -> list[Recording]:
+    """A Harbor trial's sessions: its agent's own log where it kept one (richer than its
+    ATIF conversion), else its `agent/trajectory.json` and sub-agents; the trial's facts
+    (job, task, reward, outcome) on the main one."""
+    facts = harbor.trial_facts(path)
+    recordings: list[Recording] | None = None
+    for log in harbor.native_logs(path):
+        try:
+            with RecordingText.open(log) as text:
+                kind, _ = sniff(log, text)
+        except (OSError, RecordingError):
+            continue
+        if kind in RESUMABLE:
+            recordings = [load_recording(log)]
+            break
+    if recordings is None:
+        trajectory = harbor.trajectory_path(path)
+        if not trajectory.is_file():
+            raise RecordingError(path, None, "a Harbor trial with no agent/trajectory.json or log")
+        with RecordingText.open(trajectory) as text:
+            kind, document = sniff(trajectory, text)
+        if kind != atif.FORMAT:
+            raise RecordingError(trajectory, None, "not an ATIF trajectory")
+        session_id = session_uuid(atif.FORMAT, facts["trial_id"]) if facts["trial_id"] else None
+        recordings = atif.load_trajectory(trajectory, document, session_id=session_id)
+    harbor.with_trial_facts(recordings[0], facts)
+    return recordings

@@ -59,6 +59,8 @@ class Recording:
     # items already recorded that they change (each a Carried.item: its source_digest
     # and the fields a later line sets). None for a read of the whole file.
     earlier: list[dict[str, Any]] | None = None
+    # One of several sessions a file holds (a sub-agent's): what ingest calls it.
+    label: str = ""
 
 
 # orjson reads an integer past 64 bits (below -2**63, or from 2**64) as a float, without

@@ -33,6 +33,7 @@ from blobviewer.ingest.errors import (
     IngestError,
     NotARecording,
     OutdatedSession,
+    PartOfAnother,
     SessionPruned,
 )
 from blobviewer.ingest.finding import Links, recording_paths
@@ -360,7 +361,8 @@ class Command(BaseCommand):
         tally.ingested += ok
         # An evaluation output holds several runs: a line for each (label: which run).
         for label, outcome in outcomes:
-            tally.runs += bool(label)
+            run = label.startswith("line ")  # a run of an evaluation output, not a sub-agent
+            tally.runs += run
             where_run = f" [{label}]" if label else ""
             try:
                 if isinstance(outcome, BaseException):
@@ -376,6 +378,10 @@ class Command(BaseCommand):
                     self._say(f"{prefix}{error}{where_run}")
                 if said is not None:
                     said[said_key] = str(error)
+                continue
+            except PartOfAnother as error:  # read with the recording it is part of
+                tally.skipped += 1
+                self._say(f"{prefix}{path}: skipped, {error.message}")
                 continue
             except NotARecording as error:
                 if named:
@@ -395,7 +401,7 @@ class Command(BaseCommand):
                     f"{path}: could not be ingested: {type(error).__name__}: {error}", error=True
                 )
                 continue
-            tally.runs_ingested += bool(label)
+            tally.runs_ingested += run
             where = f"{path}{where_run}"
             if said is not None:
                 said.pop(where, None)
