@@ -27,10 +27,6 @@ from blobviewer.models import Item, Session
 from core.store import BlobStore, BlobStoreError
 
 SCHEMA_VERSION = "ATIF-v1.7"
-# The key that holds arguments recorded as something other than a JSON object (text that
-# is not JSON, a list, a number): ATIF's `arguments` must be an object. The call's
-# `extra.arguments_wrapped` names the key, so a reader can take the value back out.
-WRAPPED_ARGUMENTS_KEY = "input"
 # What a tool call keeps of its own in our items and ATIF has no field for: in `extra`.
 _CALL_FIELDS = {"id", "name", "arguments"}
 _COMPACTION = {"type": "compaction", "boundary": "replace"}
@@ -191,9 +187,9 @@ def _message_step(item: Item) -> dict[str, Any]:
     step: dict[str, Any] = _timestamp(item)
     extra = _item_extra(item)
     if item.role == "compacted":
-        # As the specification's example has it: the summary that replaces the context
-        # is the step's observation.
-        step.update(source="system", message="Context compaction performed")
+        # As the specification has it: the summary that replaces the context is the
+        # step's observation (the message may be empty).
+        step.update(source="system", message="")
         step["observation"] = {"results": [{"content": item.text}]}
         extra["context_management"] = dict(_COMPACTION)
     else:
@@ -249,15 +245,16 @@ def _orphan_step(result: Item, inliner: _Inliner | None) -> dict[str, Any]:
 
 
 def _tool_call(call: dict[str, Any], seq: int, index: int) -> dict[str, Any]:
-    """One recorded call as ATIF's ToolCall; arguments that are not an object are wrapped
-    as `{"input": value}`, said in `extra.arguments_wrapped` (see WRAPPED_ARGUMENTS_KEY)."""
+    """One recorded call as ATIF's ToolCall. Arguments that are not an object (text that
+    is not JSON, a list), which ATIF's `arguments` cannot hold, are `{}` with the value in
+    `extra.raw_arguments`, as Harbor's own producers keep them (and our importer reads)."""
     call_id = call.get("id")
     name = call.get("name")
     arguments = call.get("arguments", {})
     extra = {key: value for key, value in call.items() if key not in _CALL_FIELDS}
     if not isinstance(arguments, dict):
-        arguments = {WRAPPED_ARGUMENTS_KEY: arguments}
-        extra["arguments_wrapped"] = WRAPPED_ARGUMENTS_KEY
+        extra["raw_arguments"] = arguments
+        arguments = {}
     if not isinstance(call_id, str) or not call_id:
         call_id = f"call-{seq}-{index}"  # ATIF needs one; no result can name it
         extra["id_not_recorded"] = True

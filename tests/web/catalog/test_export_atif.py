@@ -199,8 +199,8 @@ def test_roles_compaction_errors_notes_and_odd_arguments(data_dir):
     assert steps[0]["message"] == "You are terse."
 
     calls = steps[2]["tool_calls"]
-    assert calls[0]["arguments"] == {"input": "ls -la | not json"}
-    assert calls[0]["extra"] == {"arguments_wrapped": "input"}
+    assert calls[0]["arguments"] == {}
+    assert calls[0]["extra"] == {"raw_arguments": "ls -la | not json"}
     assert calls[1] == {"tool_call_id": "c2", "function_name": "shell", "arguments": {"command": "false"}}
     assert calls[2]["extra"] == {"title": "npm test · poll 2"}
     results = steps[2]["observation"]["results"]
