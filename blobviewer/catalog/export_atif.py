@@ -31,7 +31,7 @@ SCHEMA_VERSION = "ATIF-v1.7"
 _CALL_FIELDS = {"id", "name", "arguments"}
 _COMPACTION = {"type": "compaction", "boundary": "replace"}
 
-Write = Callable[[str], None]
+Write = Callable[[str], object]  # what it returns (a count of characters) is ignored
 
 
 class ExportError(Exception):
@@ -108,7 +108,9 @@ def write_atif(
             write(",\n")
         _write_step(step, write, store=store)
     if totals.steps == 0:  # ATIF needs a step: say that there was nothing
-        write(_dumps({"step_id": 1, "source": "system", "message": "", "extra": {"no_items": True}}))
+        write(
+            _dumps({"step_id": 1, "source": "system", "message": "", "extra": {"no_items": True}})
+        )
         totals.steps = 1
     write('\n],"final_metrics":' + _dumps(_final_metrics(session, totals)) + "}\n")
     return totals.steps
@@ -208,7 +210,9 @@ def _agent_step(item: Item, results: list[dict[str, Any]]) -> dict[str, Any]:
     if item.role:
         extra["role"] = item.role
     recorded = item.tool_calls if isinstance(item.tool_calls, list) else []
-    calls = [_tool_call(call, item.seq, n) for n, call in enumerate(recorded) if isinstance(call, dict)]
+    calls = [
+        _tool_call(call, item.seq, n) for n, call in enumerate(recorded) if isinstance(call, dict)
+    ]
     if len(calls) < len(recorded):
         extra["calls_not_objects"] = len(recorded) - len(calls)
     if calls:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from django.contrib.staticfiles import finders
@@ -40,7 +41,7 @@ ARGS_BYTES = 4_000
 # are escaped, so none can hold it).
 _UNITS_HERE = "<!-- units -->"
 
-Write = Callable[[str], None]
+Write = Callable[[str], object]  # what it returns (a count of characters) is ignored
 
 
 @dataclass(frozen=True)
@@ -125,9 +126,7 @@ def _exported_unit(loaded: LoadedUnit, producers: dict[uuid.UUID, str]) -> Expor
     return shown
 
 
-def _exported_step(
-    step: Step, loaded: LoadedUnit, producers: dict[uuid.UUID, str]
-) -> ExportedStep:
+def _exported_step(step: Step, loaded: LoadedUnit, producers: dict[uuid.UUID, str]) -> ExportedStep:
     result = loaded.item_of(step, result=True)
     assistant = loaded.item_of(step, result=False)
     call: Any = None
@@ -172,7 +171,7 @@ def _stylesheet() -> SafeString:
     """The site's stylesheet, whole, for the file's `<style>` element. It is our own file,
     not recorded content, and must stay as it is (escaping would break `>` selectors)."""
     path = finders.find("css/site.css")
-    css = open(path, encoding="utf-8").read() if isinstance(path, str) else ""
+    css = Path(path).read_text(encoding="utf-8") if isinstance(path, str) else ""
     if "</" in css:  # it would end the <style> element early
         raise ValueError("static/css/site.css holds '</', which cannot go in a <style>")
     return mark_safe(css)  # noqa: S308 - the site's own stylesheet, checked above

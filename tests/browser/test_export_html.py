@@ -24,7 +24,7 @@ def test_the_export_reads_from_a_file_url_with_nothing_else(
         page = new_page()
         page.set_viewport_size({"width": width, "height": 900})
         requests: list[str] = []
-        page.on("request", lambda request: requests.append(request.url))
+        page.on("request", lambda request, seen=requests: seen.append(request.url))
         page.goto(exported.as_uri())
         page.wait_for_load_state("load")
 

@@ -15,7 +15,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DatabaseError, transaction
 
-from blobviewer.catalog.export_atif import ExportError, write_atif
+from blobviewer.catalog.export_atif import ExportError, Write, write_atif
 from blobviewer.catalog.export_html import write_html
 from blobviewer.data_dir import blob_store
 from blobviewer.models import Session
@@ -88,7 +88,7 @@ class Command(BaseCommand):
         def warn(message: str) -> None:
             self.stderr.write(message)
 
-        def export(write: Callable[[str], None]) -> None:
+        def export(write: Write) -> None:
             if export_format == "html":
                 write_html(session, write)
             else:
@@ -136,7 +136,7 @@ def _session_id(text: str) -> uuid.UUID:
         ) from None
 
 
-def _write_file(path: Path, export: Callable[[Callable[[str], None]], None]) -> None:
+def _write_file(path: Path, export: Callable[[Write], None]) -> None:
     """Run *export* into a temporary file beside *path*, which becomes *path* only when
     the export is complete: a failed export leaves no half-written file."""
     try:

@@ -102,7 +102,9 @@ def _step_problems(step: Any, index: int) -> list[str]:
     if step["source"] not in ("system", "user", "agent"):
         problems.append(f"{where}.source: {step['source']!r}")
     if step["source"] != "agent":
-        problems += [f"{where}.{name}: on a {step['source']} step" for name in _AGENT_ONLY if name in step]
+        problems += [
+            f"{where}.{name}: on a {step['source']} step" for name in _AGENT_ONLY if name in step
+        ]
     if "timestamp" in step:
         try:
             datetime.fromisoformat(step["timestamp"].replace("Z", "+00:00"))
@@ -118,7 +120,9 @@ def _step_problems(step: Any, index: int) -> list[str]:
     if "observation" in step:
         observation = step["observation"]
         problems += _fields(observation, {"results": (list, True)}, f"{where}.observation")
-        for n, result in enumerate(observation.get("results", []) if isinstance(observation, dict) else []):
+        for n, result in enumerate(
+            observation.get("results", []) if isinstance(observation, dict) else []
+        ):
             problems += _fields(result, _RESULT, f"{where}.observation.results[{n}]")
             source = result.get("source_call_id") if isinstance(result, dict) else None
             if source is not None and source not in call_ids:
@@ -134,8 +138,10 @@ def _fields(value: Any, table: dict[str, tuple[Any, bool]], where: str) -> list[
         if name not in value:
             if required:
                 problems.append(f"{where}.{name}: missing")
-        elif value[name] is None or not isinstance(value[name], kind) or (
-            kind is int and isinstance(value[name], bool)
+        elif (
+            value[name] is None
+            or not isinstance(value[name], kind)
+            or (kind is int and isinstance(value[name], bool))
         ):
             problems.append(f"{where}.{name}: {type(value[name]).__name__}, not {kind}")
     return problems

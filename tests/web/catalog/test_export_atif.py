@@ -140,7 +140,7 @@ def test_a_big_blob_is_streamed_whole_and_escaped(data_dir):
     store = blob_store()
     from core.content import Text
 
-    text = "line \"quoted\" \\ é\u2028 \x1b[1m\n" * 200_000 + "lone \ud800 surrogate"
+    text = 'line "quoted" \\ é\u2028 \x1b[1m\n' * 200_000 + "lone \ud800 surrogate"
     blob_id = store.store_sync(Text(text))
     summary = f"[blob:{blob_id}] text | 200,001 lines"
     session = make_session(
@@ -201,7 +201,11 @@ def test_roles_compaction_errors_notes_and_odd_arguments(data_dir):
     calls = steps[2]["tool_calls"]
     assert calls[0]["arguments"] == {}
     assert calls[0]["extra"] == {"raw_arguments": "ls -la | not json"}
-    assert calls[1] == {"tool_call_id": "c2", "function_name": "shell", "arguments": {"command": "false"}}
+    assert calls[1] == {
+        "tool_call_id": "c2",
+        "function_name": "shell",
+        "arguments": {"command": "false"},
+    }
     assert calls[2]["extra"] == {"title": "npm test · poll 2"}
     results = steps[2]["observation"]["results"]
     assert results == [
@@ -220,7 +224,9 @@ def test_roles_compaction_errors_notes_and_odd_arguments(data_dir):
         }
     ]
     assert steps[3]["message"] == ""
-    assert steps[4]["extra"] == {"context_management": {"type": "compaction", "boundary": "replace"}}
+    assert steps[4]["extra"] == {
+        "context_management": {"type": "compaction", "boundary": "replace"}
+    }
     assert steps[4]["observation"]["results"] == [{"content": "Summary: listed files."}]
     assert steps[5]["extra"] == {"role": "meta", "sidechain": True}
 

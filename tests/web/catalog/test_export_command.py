@@ -77,9 +77,7 @@ def test_html_goes_to_stdout_without_a_file(session):
         ([], "CommandError: cannot read the sessions: "),  # a data folder never set up
     ],
 )
-def test_at_the_command_line_an_error_is_one_line_and_a_non_zero_exit(
-    tmp_path, arguments, message
-):
+def test_at_the_command_line_an_error_is_one_line_and_a_non_zero_exit(tmp_path, arguments, message):
     environment = {**os.environ, "BLOBVIEWER_DATA": str(tmp_path / "data")}
     environment.pop("DATABASE_URL", None)
     ran = subprocess.run(

@@ -79,7 +79,10 @@ def test_a_hostile_output_message_and_title_appear_as_text(data_dir):
     session = make_session(
         [
             {"type": "user", "text": HOSTILE},
-            {"type": "assistant", "tool_calls": [{"id": "c1", "name": HOSTILE, "arguments": {"x": HOSTILE}}]},
+            {
+                "type": "assistant",
+                "tool_calls": [{"id": "c1", "name": HOSTILE, "arguments": {"x": HOSTILE}}],
+            },
             {"type": "tool_result", "call_id": "c1", "tool": "t", "output": HOSTILE},
         ]
     )
@@ -87,7 +90,8 @@ def test_a_hostile_output_message_and_title_appear_as_text(data_dir):
 
     assert {tag for tag, _ in tags_of(html)} & {"img", "script"} == set()
     escaped = "&lt;img src=x onerror=alert(1)&gt;&lt;script&gt;alert(2)&lt;/script&gt;"
-    assert html.count(escaped) >= 5  # the title twice, the message, the tool, its argument, the output
+    # The title twice, the message, the tool, its argument, the output.
+    assert html.count(escaped) >= 5
 
 
 def test_a_big_blob_takes_no_more_than_its_share_of_the_file(data_dir):

@@ -68,9 +68,7 @@ def test_an_export_with_inline_blobs_imports_as_the_same_steps(
     assert before  # every one of these recordings has steps
     (tmp_path / "export").mkdir()
     exported = tmp_path / "export" / "trajectory.json"
-    call_command(
-        "sessions", "export", str(original.id), "--inline-blobs", "-o", str(exported)
-    )
+    call_command("sessions", "export", str(original.id), "--inline-blobs", "-o", str(exported))
 
     # A fresh store, and no trace of the session in the database.
     original.delete()
