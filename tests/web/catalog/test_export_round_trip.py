@@ -35,9 +35,9 @@ RECORDINGS = [
 ]
 
 
-def steps_of(session: Session) -> list[tuple[str, Any, str]]:
-    """Each step of the session's timeline: its tool, its call's arguments, and its output
-    (a promoted one: the whole content of its blob)."""
+def steps_of(session: Session) -> list[tuple[str, Any, str, str]]:
+    """Each step of the session's timeline: its tool, its call's arguments, its output (a
+    promoted one: the whole content of its blob), and its result's title."""
     store = blob_store()
     steps = []
     for loaded in loaded_units(session, session_units(session)):
@@ -47,14 +47,15 @@ def steps_of(session: Session) -> list[tuple[str, Any, str]]:
             if assistant is not None and step.call is not None:
                 arguments = assistant.tool_calls[step.call.index].get("arguments")
             result = loaded.item_of(step, result=True)
-            output = ""
+            output = title = ""
             if result is not None:
+                title = result.title
                 blob_id = promoted_blob(result)
                 output = result.output
                 if blob_id is not None:
                     with store.open_sync(blob_id) as blob:
                         output = blob.read(0, blob.size).decode("utf-8", "surrogatepass")
-            steps.append((step.tool, arguments, output))
+            steps.append((step.tool, arguments, output, title))
     return steps
 
 
