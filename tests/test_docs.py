@@ -31,6 +31,7 @@ PAGES = [
     "mcp.md",
     "object-storage.md",
     "benchmarks.md",
+    "export.md",
 ]
 README_MAX_LINES = 250
 

@@ -347,7 +347,9 @@ class _Session:
             facts["final_metrics"] = totals
         session = header(
             session_id,
-            title=first_line(first_user) or self.path.stem,
+            title=str_or_empty(dict_field(self.document, "extra").get("title"))[:500]
+            or first_line(first_user)
+            or self.path.stem,
             model=model,
             created_at=next((r["at"] for r in records if r.get("at")), None),
             path=self.path,
