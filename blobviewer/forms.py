@@ -28,6 +28,8 @@ class SessionFilterForm(forms.Form):
     has_blobs = forms.BooleanField(required=False, label="with blobs")
     # Evaluation runs (docs/evaluations.md): the job a trial ran in, and how it ended.
     job = forms.CharField(required=False, max_length=200)
+    # Runs of one task (blobviewer.timeline.tasks).
+    task = forms.CharField(required=False, max_length=300)
     outcome = forms.ChoiceField(
         required=False, choices=[("", "any"), *((o, o) for o in OUTCOMES), ("none", "none")]
     )
@@ -56,9 +58,8 @@ class SessionFilterForm(forms.Form):
 
     @property
     def filtering(self) -> bool:
-        return self.is_valid() and any(
-            self.cleaned_data[name] for name in ("q", "model", "has_blobs", "job", "outcome")
-        )
+        filters = ("q", "model", "has_blobs", "job", "outcome", "task")
+        return self.is_valid() and any(self.cleaned_data[name] for name in filters)
 
     def filter(self, sessions: QuerySet[Session]) -> QuerySet[Session]:
         """The sessions that match, in the order asked for; an invalid form filters nothing."""
@@ -74,6 +75,8 @@ class SessionFilterForm(forms.Form):
             sessions = sessions.filter(blob_count__gt=0)
         if data["job"]:
             sessions = sessions.filter(job=data["job"])
+        if data["task"]:
+            sessions = sessions.filter(task=data["task"])
         if data["outcome"]:
             sessions = sessions.filter(outcome="" if data["outcome"] == "none" else data["outcome"])
         return sessions

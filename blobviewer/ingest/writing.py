@@ -36,6 +36,7 @@ from blobviewer.timeline.facts import (
     set_new_session_facts,
     update_session_facts,
 )
+from blobviewer.timeline.tasks import prompt_task, recorded_task
 from core.redaction import redact_title
 
 _BATCH = 500
@@ -90,11 +91,22 @@ def session_fields(
         "source_format": source_format,
         "importer_version": version,
         **evaluation_fields(header),
+        **_task_field(header, plan),
     }
 
 
+def _task_field(header: Mapping[str, Any], plan: IngestPlan) -> dict[str, str]:
+    """The session's task (blobviewer.timeline.tasks): the one the recording names, else
+    its first user message's digest, found where this ingest has every item (a first
+    ingest, a rebuild); {} for an append that names none (the task found before stays)."""
+    task = recorded_task(header)
+    if not task and (plan.first or plan.rebuild):
+        task = prompt_task([*plan.rederived, *plan.new])
+    return {"task": storable(task)[:300]} if task or plan.first or plan.rebuild else {}
+
+
 def evaluation_fields(header: Mapping[str, Any]) -> dict[str, Any]:
-    """An evaluation run's job, task, outcome and reward as the header gives them
+    """An evaluation run's job, outcome and reward as the header gives them
     (docs/evaluations.md): text cut to its column, a reward only when it is a number."""
     reward = header.get("reward")
     if isinstance(reward, bool) or not isinstance(reward, int | float):
@@ -102,7 +114,6 @@ def evaluation_fields(header: Mapping[str, Any]) -> dict[str, Any]:
     outcome = header.get("outcome")
     return {
         "job": storable(str(header.get("job") or ""))[:200],
-        "task": storable(str(header.get("task") or ""))[:300],
         "outcome": outcome if outcome in OUTCOMES else "",
         "reward": float(reward) if reward is not None and math.isfinite(reward) else None,
     }

@@ -60,6 +60,8 @@ def load(path: Path, document: dict[str, Any]) -> Recording:
     model = str_or_empty(info.get("model"))
     stats = info.get("model_stats")
     meta = {
+        # SWE-agent names a trajectory after the task instance it ran on.
+        "instance_id": path.name.split(".")[0],
         "form": form,
         "exit_status": info.get("exit_status"),
         "has_stats": bool(stats),
