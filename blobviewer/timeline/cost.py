@@ -21,9 +21,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-from genai_prices import Usage, calc_price
-from genai_prices.types import ModelPrice, TieredPrices
+if TYPE_CHECKING:
+    from genai_prices import Usage
+    from genai_prices.types import ModelPrice
+
+# genai_prices is imported where a price is first wanted, not with this module: it takes
+# 0.2 s, which every page and command that never prices anything would pay.
 
 NO_PRICE = "no price"
 # TurnUsage's fields in order: the Item columns a turn's cost is made of.
@@ -54,6 +59,8 @@ class TurnUsage:
     def _usage(self) -> Usage | None:
         """These tokens as genai-prices' Usage; None when the cache parts exceed the
         context read (a recording that contradicts itself has no price)."""
+        from genai_prices import Usage
+
         read, written = self.cache_read_tokens or 0, self.cache_write_tokens or 0
         total = self.input_tokens if self.input_tokens is not None else read + written
         if read + written > total:
@@ -80,6 +87,8 @@ def _model_ref(model: str) -> tuple[str, str | None] | None:
     """The model reference and provider genai-prices knows *model* by: as spelled, else
     without a `provider/` prefix (`openai/gpt-4o`, `deepseek/deepseek-chat`), first with
     that provider and then with any; None when it knows none of them."""
+    from genai_prices import Usage, calc_price
+
     name = model.strip()
     candidates: list[tuple[str, str | None]] = [(name, None)]
     if "/" in name:
@@ -109,6 +118,8 @@ def priced_usd(model: str, usage: TurnUsage, *, at: datetime | None = None) -> f
 
 
 def _price(model: str, usage: TurnUsage, at: datetime | None) -> Decimal | None:
+    from genai_prices import calc_price
+
     ref = _model_ref(model) if model.strip() else None
     tokens = usage._usage() if usage.has_tokens else None
     if ref is None or tokens is None:
@@ -177,6 +188,8 @@ def _linear_sum(
 ) -> list[Decimal | None] | None:
     """The prices of *usages* from one calculation (the whole sum first, then 0 for each
     of the rest); None when the model's prices are not linear or a usage has no price."""
+    from genai_prices import calc_price
+
     ref = _model_ref(model) if model.strip() else None
     if ref is None or len(usages) < 2 or any(usage._usage() is None for usage in usages):
         return None
@@ -195,6 +208,8 @@ def _linear_sum(
 def _is_linear(prices: ModelPrice) -> bool:
     """Whether *prices* are the same per token whatever a request's size, and nothing is
     charged per request."""
+    from genai_prices.types import TieredPrices
+
     values = vars(prices)
     no_tiers = not any(isinstance(value, TieredPrices) for value in values.values())
     return no_tiers and values.get("requests_kcount") is None
@@ -214,3 +229,59 @@ def format_usd(value: float | None) -> str:
         return "< $0.0001"
     digits = 1 - math.floor(math.log10(value))  # decimals that keep two significant figures
     return f"${value:.{digits}f}"
+
+
+@dataclass(frozen=True, slots=True)
+class CostShown:
+    """A cost as a page shows it: *text* (dollars, NO_PRICE, or "" when there is nothing
+    to price) and a *title* that says where the figure comes from."""
+
+    text: str
+    title: str = ""
+
+    @property
+    def css(self) -> str:
+        """The class of its element: `cost`, and `no-price` when there is none."""
+        return "cost no-price" if self.text == NO_PRICE else "cost"
+
+
+def turn_cost_shown(model: str, usages: list[TurnUsage], *, at: datetime | None) -> CostShown:
+    """A turn's cost on the timeline (see turn_cost)."""
+    if not usages:
+        return CostShown("")
+    cost = turn_cost(model, usages, at=at)
+    if cost is None:
+        return CostShown(NO_PRICE, _no_price_title(model))
+    if all(usage.cost_usd is not None for usage in usages):
+        return CostShown(format_usd(cost), "the cost the recording gives for this turn")
+    return CostShown(format_usd(cost), f"this turn's tokens at {_prices_of(model)}")
+
+
+def session_cost_shown(cost_usd: float | None, unpriced_turns: int, model: str) -> CostShown:
+    """A session's stored cost (Session.cost_usd, unpriced_turns) as its page and the
+    session list show it."""
+    if cost_usd is not None:
+        title = f"the recording's own cost, else its turns' tokens at {_prices_of(model)}"
+        return CostShown(format_usd(cost_usd), title)
+    if unpriced_turns:
+        turns = f"{unpriced_turns} turn{'s' if unpriced_turns != 1 else ''}"
+        return CostShown(NO_PRICE, f"{_no_price_title(model)} ({turns} with tokens)")
+    return CostShown("")
+
+
+def _prices_of(model: str) -> str:
+    return f"{model}'s prices (genai-prices {prices_version()}), cache reads and writes apart"
+
+
+def _no_price_title(model: str) -> str:
+    if not model.strip():
+        return "no model recorded, so its tokens have no price"
+    return f"genai-prices {prices_version()} has no price for {model}"
+
+
+@lru_cache(maxsize=1)
+def prices_version() -> str:
+    """The version of genai-prices whose bundled prices are used."""
+    from importlib.metadata import version
+
+    return version("genai-prices")
