@@ -30,6 +30,7 @@ PAGES = [
     "mcp.md",
     "object-storage.md",
     "benchmarks.md",
+    "cost.md",
 ]
 README_MAX_LINES = 250
 
