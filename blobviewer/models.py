@@ -76,6 +76,9 @@ class Session(models.Model):
     # What the run cost in US dollars: the recording's own figure, else priced from its
     # tokens and model (docs/cost.md); None when neither is known.
     cost_usd = models.FloatField(null=True, blank=True)
+    # Turns with tokens that have neither a recorded cost nor a price for the session's
+    # model; while there are any, cost_usd stays None ("no price", docs/cost.md).
+    unpriced_turns = models.PositiveIntegerField(default=0)
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -32,6 +32,7 @@ PAGES = [
     "object-storage.md",
     "benchmarks.md",
     "export.md",
+    "cost.md",
 ]
 README_MAX_LINES = 250
 

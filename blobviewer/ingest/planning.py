@@ -29,7 +29,7 @@ from blobviewer.ingest.errors import (
 )
 from blobviewer.ingest.importers import OUR_FORMAT
 from blobviewer.ingest.options import IngestOptions
-from blobviewer.ingest.rows import TOKEN_FIELDS, promoted_blob_id, stored_tokens
+from blobviewer.ingest.rows import USAGE_FIELDS, promoted_blob_id, stored_usage
 from blobviewer.models import Item, PrunedSession, Session
 from core.agent.session_log import MAX_SEQ
 from core.store.blob_id import blob_created_at
@@ -49,6 +49,9 @@ class RecordedRow:
     input_tokens: int | None
     output_tokens: int | None
     context_tokens: int | None
+    cache_read_tokens: int | None
+    cache_write_tokens: int | None
+    cost_usd: float | None
 
 
 @dataclass(frozen=True)
@@ -63,8 +66,8 @@ class IngestPlan:
     old_blobs: dict[int, uuid.UUID] = field(default_factory=dict)
     removed: list[int] = field(default_factory=list)  # pks of items no longer derived
     # Items already recorded whose tokens the recording now says more about (Claude Code
-    # adds an API message's final usage with its last line): pk -> token fields.
-    grown_tokens: dict[int, dict[str, int | None]] = field(default_factory=dict)
+    # adds an API message's final usage with its last line): pk -> USAGE_FIELDS.
+    grown_tokens: dict[int, dict[str, int | float | None]] = field(default_factory=dict)
     # Items already recorded that the recording now says failed (a Codex command whose exit
     # a later poll reported): their pks.
     failed_since: list[int] = field(default_factory=list)
@@ -239,7 +242,7 @@ def _recorded_rows(session_id: uuid.UUID) -> list[RecordedRow]:
         RecordedRow(*row)
         for row in Item.objects.filter(session_id=session_id)
         .order_by("seq")
-        .values_list("pk", "seq", "digest", "type", "is_error", *TOKEN_FIELDS)
+        .values_list("pk", "seq", "digest", "type", "is_error", *USAGE_FIELDS)
     ]
 
 
@@ -389,13 +392,13 @@ def _numbered(records: Records, *, after: int) -> Records:
 
 def _grown_tokens(
     records: Records, recorded: Mapping[Any, RecordedRow], key: str
-) -> dict[int, dict[str, int | None]]:
+) -> dict[int, dict[str, int | float | None]]:
     grown = {}
     for record in records:
         row = recorded.get(record[key])
-        if row is None or not any(name in record for name in TOKEN_FIELDS):
+        if row is None or not any(name in record for name in USAGE_FIELDS):
             continue
-        tokens = {name: stored_tokens(record.get(name)) for name in TOKEN_FIELDS}
+        tokens = stored_usage(record)
         if any(getattr(row, name) != value for name, value in tokens.items()):
             grown[row.pk] = tokens
     return grown

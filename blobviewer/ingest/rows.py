@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 import uuid
 from collections.abc import Mapping, Sequence
@@ -29,7 +30,15 @@ from blobviewer.search.folding import storable
 from core.content import utf8_size
 from core.store.blob_id import BLOB_REF, blob_created_at, find_blob_refs
 
-TOKEN_FIELDS = ("input_tokens", "output_tokens", "context_tokens")
+TOKEN_FIELDS = (
+    "input_tokens",
+    "output_tokens",
+    "context_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+)
+# What a model call used: its tokens and its cost as the recording gives it (docs/cost.md).
+USAGE_FIELDS = (*TOKEN_FIELDS, "cost_usd")
 _MAX_BIGINT = 2**63 - 1
 _ITEM_TYPES = frozenset(Item.Type.values)
 
@@ -60,6 +69,9 @@ class PendingItem:
     output_tokens: int | None
     context_tokens: int | None
     note: str
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    cost_usd: float | None = None
     title: str = ""
     redactions: int = 0
     duration: timedelta | None = None
@@ -110,6 +122,9 @@ def item_row(
         storable_text(get("note")),
         title=storable_text(get("title"))[:200],
         redactions=_count(get("redactions")),
+        cache_read_tokens=stored_tokens(get("cache_read_tokens")),
+        cache_write_tokens=stored_tokens(get("cache_write_tokens")),
+        cost_usd=stored_cost(get("cost_usd")),
         id=pk,
     )
 
@@ -194,6 +209,24 @@ def stored_tokens(value: Any) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= _MAX_BIGINT:
         return None
     return value
+
+
+def stored_cost(value: Any) -> float | None:
+    """A cost in dollars a database column holds (a finite number, not negative), else
+    None (not recorded)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    cost = float(value)
+    return cost if math.isfinite(cost) and cost >= 0 else None
+
+
+def stored_usage(record: Mapping[str, Any]) -> dict[str, int | float | None]:
+    """*record*'s USAGE_FIELDS as its row holds them."""
+    usage: dict[str, int | float | None] = {
+        name: stored_tokens(record.get(name)) for name in TOKEN_FIELDS
+    }
+    usage["cost_usd"] = stored_cost(record.get("cost_usd"))
+    return usage
 
 
 def storable_text(value: Any) -> str:

@@ -45,7 +45,13 @@ from blobviewer.ingest.planning import (
 )
 from blobviewer.ingest.promotion import Promotions, size_promoted
 from blobviewer.ingest.recording_files import Opened, open_recording
-from blobviewer.ingest.rows import blob_refs_of, item_row, storable_time, with_digests
+from blobviewer.ingest.rows import (
+    blob_refs_of,
+    item_row,
+    storable_time,
+    stored_cost,
+    with_digests,
+)
 from blobviewer.ingest.writing import SessionWrite, session_fields, write_session
 from blobviewer.search.folding import storable
 from blobviewer.search.indexing import index_session
@@ -169,8 +175,10 @@ def ingest_session(
     *header* has `id` (a UUID), `created_at` (ISO 8601), `title`, `model`, `meta`.
     Each record has `type` (user, assistant, tool_result), `seq`, `at`, and the item's
     fields (importers may add `role`, `sidechain`, the turn's `input_tokens`,
-    `output_tokens`, `context_tokens`, and `source_digest`, which keys the item instead of
-    a digest of the record; the header may add `status`). Outputs kept whole are promoted
+    `output_tokens`, `context_tokens`, `cache_read_tokens`, `cache_write_tokens` and
+    `cost_usd`, and `source_digest`, which keys the item instead of a digest of the
+    record; the header may add `status`, and `cost_usd`, the whole run's cost, which wins
+    over the sum of its items'). Outputs kept whole are promoted
     here, which also records how big they were (`received_bytes` in a record is ignored).
 
     *version* is the importer version that derived *records* (default: the current one
@@ -377,4 +385,5 @@ def _prepare(
         recorded_start=storable_time(header.get("created_at")),
         status=storable(status if isinstance(status, str) else ""),
         options=options,
+        recorded_cost=stored_cost(header.get("cost_usd")),
     )

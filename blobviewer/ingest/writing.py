@@ -22,7 +22,7 @@ from blobviewer.ingest.errors import owned_by_another
 from blobviewer.ingest.options import IngestOptions
 from blobviewer.ingest.planning import IngestPlan, check_not_pruned
 from blobviewer.ingest.rows import (
-    TOKEN_FIELDS,
+    USAGE_FIELDS,
     PendingItem,
     promoted_blob_id,
     session_created_at,
@@ -66,6 +66,7 @@ class SessionWrite:
     recorded_start: datetime | None
     status: str
     options: IngestOptions
+    recorded_cost: float | None = None  # the header's cost of the whole run
 
     @property
     def items(self) -> list[PendingItem]:
@@ -133,9 +134,7 @@ def write_session(write: SessionWrite) -> tuple[Session, int]:
             plan.first and not Item.objects.filter(session_id=write.session_id).exists()
         )
         if first and not plan.new_session:
-            set_new_session_facts(
-                session, write.new_items, recorded_start=write.recorded_start, status=write.status
-            )
+            _set_new_facts(session, write)
         elif not first:
             fill_step_durations(session, write.items)
         _insert_items(write.new_items, write.rederived)
@@ -144,7 +143,12 @@ def write_session(write: SessionWrite) -> tuple[Session, int]:
         if not first:
             _size_found_late(session, write.blobs)
             _update_totals(session)
-            update_session_facts(session, recorded_start=write.recorded_start, status=write.status)
+            update_session_facts(
+                session,
+                recorded_start=write.recorded_start,
+                status=write.status,
+                recorded_cost=write.recorded_cost,
+            )
         elif not plan.new_session:  # a new session's were inserted with its row
             _set_totals(session, write.new_items, {blob_id for _, blob_id in refs})
             session.save(update_fields=[*TOTAL_FIELDS, *FACT_FIELDS, "updated_at"])
@@ -182,15 +186,23 @@ def _insert_session(write: SessionWrite) -> Session:
     fail, as its items would (their seqs are taken), and the next one plans again (see
     ingest_session)."""
     session = Session(id=write.session_id, owner=write.options.owner, **write.fields)
-    set_new_session_facts(
-        session, write.new_items, recorded_start=write.recorded_start, status=write.status
-    )
+    _set_new_facts(session, write)
     referenced = {blob_id for _, blob_ids in write.item_refs for blob_id in blob_ids}
     _set_totals(session, write.new_items, referenced)
     session.ingested_at = session.updated_at = timezone.now()
     insert_objects(Session, [session])
     session._state.adding, session._state.db = False, DEFAULT_DB_ALIAS
     return session
+
+
+def _set_new_facts(session: Session, write: SessionWrite) -> None:
+    set_new_session_facts(
+        session,
+        write.new_items,
+        recorded_start=write.recorded_start,
+        status=write.status,
+        recorded_cost=write.recorded_cost,
+    )
 
 
 def _link_blobs(session: Session, write: SessionWrite) -> list[tuple[int | None, uuid.UUID]]:
@@ -250,10 +262,10 @@ def _insert_items(new_items: list[PendingItem], rederived: list[PendingItem]) ->
     insert_objects(Item, rederived)
 
 
-def _refresh_tokens(grown: Mapping[int, Mapping[str, int | None]]) -> None:
+def _refresh_tokens(grown: Mapping[int, Mapping[str, int | float | None]]) -> None:
     Item.objects.bulk_update(
         [Item(pk=pk, **tokens) for pk, tokens in grown.items()],
-        list(TOKEN_FIELDS),
+        list(USAGE_FIELDS),
         batch_size=_BATCH,
     )
 

@@ -11,9 +11,11 @@ from typing import Any
 
 from django import template
 
-from blobviewer.models import Item
+from blobviewer.models import Item, Session
 from blobviewer.templatetags.blob_links import blob_segments
+from blobviewer.timeline.cost import CostShown, session_cost_shown, turn_cost_shown
 from blobviewer.timeline.previews import Preview, preview
+from blobviewer.timeline.steps import Unit
 
 register = template.Library()
 
@@ -89,3 +91,15 @@ def nbytes(value: int | None) -> str:
 @register.filter
 def tokens_text(value: int | None) -> str:
     return "" if value is None else f"{value:,}"
+
+
+@register.simple_tag
+def turn_dollars(unit: Unit, session: Session) -> CostShown:
+    """What a turn cost, priced at the session's model as of its start (docs/cost.md)."""
+    return turn_cost_shown(session.model, unit.usages, at=session.started_at)
+
+
+@register.simple_tag
+def session_dollars(session: Session) -> CostShown:
+    """What a session cost, as its facts and the session list show it."""
+    return session_cost_shown(session.cost_usd, session.unpriced_turns, session.model)

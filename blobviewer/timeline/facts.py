@@ -10,6 +10,9 @@
 - `redaction_count`: the secrets redacted out of its items (core.redaction).
 - `status`: how the run ended, as the recording says (the importer puts it in the header);
   "" when it does not say.
+- `cost_usd` / `unpriced_turns`: what the run cost (the header's own figure, else the sum
+  of its turns' costs, priced at the session's start) and how many turns with tokens had
+  no cost, which leaves `cost_usd` None (blobviewer.timeline.cost, docs/cost.md).
 - `Item.duration` of a tool result: from the time of the assistant item that made the call
   to the result's time, when both are known and the result is not earlier; else None.
 
@@ -29,6 +32,7 @@ from typing import Any, Protocol
 from django.db.models import Count, Max, Min, Q, Sum
 
 from blobviewer.models import Item, Session
+from blobviewer.timeline.cost import USAGE_COLUMNS, TurnUsage, session_cost
 
 _BATCH = 500
 
@@ -39,10 +43,12 @@ def update_session_facts(
     recorded_start: datetime | None = None,
     recorded_end: datetime | None = None,
     status: str = "",
+    recorded_cost: float | None = None,
 ) -> None:
     """Recompute *session*'s facts (and its tool results' durations) and save them.
 
-    *recorded_start*/*recorded_end*: times the recording's header holds besides its items'.
+    *recorded_start*/*recorded_end*: times the recording's header holds besides its items';
+    *recorded_cost*: the cost its header gives for the whole run.
     """
     step_count = _update_step_durations(session)
     facts = Item.objects.filter(session=session).aggregate(
@@ -59,7 +65,20 @@ def update_session_facts(
         redaction_count=facts["redactions"] or 0,
         status=status,
     )
+    usages = Item.objects.filter(session=session).filter(_HAS_USAGE).values_list(*USAGE_COLUMNS)
+    _set_cost(session, [TurnUsage(*row) for row in usages], recorded_cost)
     session.save(update_fields=[*FACT_FIELDS, "updated_at"])
+
+
+# Items with none of these cost nothing.
+_HAS_USAGE = (
+    Q(input_tokens__isnull=False) | Q(output_tokens__isnull=False) | Q(cost_usd__isnull=False)
+)
+
+
+def _set_cost(session: Session, usages: list[TurnUsage], recorded: float | None) -> None:
+    cost = session_cost(session.model, usages, at=session.started_at, recorded=recorded)
+    session.cost_usd, session.unpriced_turns = cost.usd, cost.unpriced_turns
 
 
 # The Session fields update_session_facts sets.
@@ -71,6 +90,8 @@ FACT_FIELDS = (
     "error_count",
     "redaction_count",
     "status",
+    "cost_usd",
+    "unpriced_turns",
 )
 
 
@@ -81,6 +102,7 @@ def set_new_session_facts(
     recorded_start: datetime | None = None,
     recorded_end: datetime | None = None,
     status: str = "",
+    recorded_cost: float | None = None,
 ) -> None:
     """What fill_step_durations and update_session_facts do, for a session whose items
     are all in *items* (a first ingest, before they are inserted): the tool results'
@@ -102,6 +124,8 @@ def set_new_session_facts(
         redaction_count=sum(item.redactions for item in items),
         status=status,
     )
+    usages = [TurnUsage(*(getattr(item, name) for name in USAGE_COLUMNS)) for item in items]
+    _set_cost(session, usages, recorded_cost)
 
 
 class StepItem(Protocol):
@@ -115,6 +139,11 @@ class StepItem(Protocol):
     is_error: bool
     redactions: int
     duration: timedelta | None
+    input_tokens: int | None
+    output_tokens: int | None
+    cache_read_tokens: int | None
+    cache_write_tokens: int | None
+    cost_usd: float | None
 
 
 def _by_seq(items: Sequence[StepItem], kind: str) -> list[StepItem]:

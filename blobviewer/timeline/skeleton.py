@@ -57,6 +57,9 @@ def load_skeleton(session: Session) -> Skeleton:
             output_tokens,
             context_tokens,
             calls.get(pk, no_calls),
+            cache_read,
+            cache_write,
+            cost_usd,
         )
         for (
             pk,
@@ -73,6 +76,9 @@ def load_skeleton(session: Session) -> Skeleton:
             input_tokens,
             output_tokens,
             context_tokens,
+            cache_read,
+            cache_write,
+            cost_usd,
         ) in values
     ]
     return Skeleton(rows, blobs_of)
@@ -81,7 +87,8 @@ def load_skeleton(session: Session) -> Skeleton:
 _ITEMS_SQL = """
     SELECT id, seq, type, call_id, tool, is_error, received_bytes, output_bytes,
            CASE WHEN type = 'tool_result' THEN 0 ELSE LENGTH(text) END, role,
-           sidechain, input_tokens, output_tokens, context_tokens
+           sidechain, input_tokens, output_tokens, context_tokens,
+           cache_read_tokens, cache_write_tokens, cost_usd
     FROM {table} WHERE session_id = %s ORDER BY seq
 """
 

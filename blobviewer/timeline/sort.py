@@ -1,7 +1,7 @@
 """How the session list sorts: one sort key per column, given in the URL (`?sort=-duration`).
 
 Every column sorts in the database on values stored with the session. Sessions with no
-value for a column (no duration recorded, no status, no model) come last in both
+value for a column (no duration recorded, no status, no model, no cost) come last in both
 directions on both databases, and the session id breaks ties, so paging through equal
 values never shows a session twice or skips one. "Started" is the recorded start, or for
 a recording without times its ingest time.
@@ -52,6 +52,7 @@ COLUMNS: dict[str, Column] = {
             never_null=True,
         ),
         Column("duration", F("duration"), descending_first=True),
+        Column("cost", F("cost_usd"), descending_first=True),
         Column("items", F("item_count"), descending_first=True),
         Column("steps", F("step_count"), descending_first=True),
         Column("errors", F("error_count"), descending_first=True),

@@ -24,6 +24,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from operator import attrgetter
 
+from blobviewer.timeline.cost import USAGE_COLUMNS, TurnUsage
+
 TOOL_RESULT = "tool_result"
 ASSISTANT = "assistant"
 
@@ -69,6 +71,9 @@ class ItemRow:
     output_tokens: int | None = None
     context_tokens: int | None = None
     calls: tuple[CallRow, ...] = ()
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    cost_usd: float | None = None  # as the recording gives it
 
     @property
     def promoted(self) -> bool:
@@ -172,6 +177,18 @@ class Unit:
     def context_tokens(self) -> int | None:
         context = self._last("context_tokens")
         return context if context is not None else self.input_tokens
+
+    @property
+    def usages(self) -> list[TurnUsage]:
+        """The model calls of the turn that recorded tokens or a cost (an API message's
+        usage is on one of its items: blobviewer.timeline.cost prices each once)."""
+        return [
+            TurnUsage(*(getattr(item, name) for name in USAGE_COLUMNS))
+            for item in self.items
+            if item.input_tokens is not None
+            or item.output_tokens is not None
+            or item.cost_usd is not None
+        ]
 
 
 def size_class(received_bytes: int) -> int:

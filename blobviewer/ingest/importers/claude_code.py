@@ -26,7 +26,10 @@ its id derived from the parent's session id and the agent id, its meta naming bo
 
 Claude Code writes one API message over several lines (one per content block), each with
 the same `message.id` and a copy of the message's `usage`: the usage counts once, on the
-item of the message's first line (output tokens: the largest any of its lines recorded).
+item of the message's first line (output tokens: the largest any of its lines recorded;
+the cache's reads and writes as `cache_read_tokens` and `cache_write_tokens`, besides being
+part of the context read; a line's `costUSD`, where older versions record it, as its
+`cost_usd`).
 The session's status is the `stop_reason` of the last main-chain assistant message, where
 one of its lines records it.
 """
@@ -61,7 +64,8 @@ FORMAT = "claude_code"
 # older version are re-derived by `manage.py ingest --rebuild` (see blobviewer.ingest.sessions).
 # 2: persisted outputs recovered whole (with a note); sub-agent logs are sessions of their own.
 # 3: an output that is text in a wrapper (content blocks) is that text (core.tool_text).
-IMPORTER_VERSION = 3
+# 4: a turn's cache reads and writes, and the line's `costUSD` (docs/cost.md).
+IMPORTER_VERSION = 4
 # Sub-agent logs become sessions naming their parent (the session page lists them).
 SUBAGENTS = True
 _ENTRY_TYPES = {"user", "assistant", "summary", "system", "file-history-snapshot"}
@@ -155,7 +159,7 @@ class _Reader:
         elif kind == "assistant":
             self.model = self.model or message.get("model")
             _assistant(builder, self.path, number, message, at, extra)
-            self.usage.add(message)
+            self.usage.add(message, entry.get("costUSD"))
             message_id = message.get("id")
             if isinstance(message_id, str) and isinstance(message.get("stop_reason"), str):
                 self.stop_reasons.setdefault(message_id, message["stop_reason"])
@@ -243,32 +247,47 @@ def _status(last: dict[str, Any] | None, stop_reasons: dict[str, str]) -> str | 
 
 
 class _Usage:
-    """Puts each API message's `usage` on the item of its first line, once."""
+    """Puts each API message's `usage` (and the line's `costUSD`, which older Claude Code
+    versions record) on the item of its first line, once."""
 
     def __init__(self, builder: RecordBuilder) -> None:
         self.builder = builder
         self.first_item: dict[str, dict[str, Any]] = {}  # message id -> its first item
 
-    def add(self, message: dict[str, Any]) -> None:
+    def add(self, message: dict[str, Any], cost: Any) -> None:
         usage = message.get("usage")
-        if not isinstance(usage, dict):
+        if not isinstance(usage, dict) and not _is_cost(cost):
             return
         record = self.builder.records[-1]  # the assistant item this line just added
         message_id = message.get("id")
         if isinstance(message_id, str):
             record = self.first_item.setdefault(message_id, record)
-        fresh = token_count(usage.get("input_tokens"))
-        if fresh is None:
-            return
-        # The whole context the turn read: new input plus what the cache supplied.
-        context = fresh + sum(
-            token_count(usage.get(key)) or 0
-            for key in ("cache_read_input_tokens", "cache_creation_input_tokens")
-        )
-        record["input_tokens"] = record["context_tokens"] = context
-        output = token_count(usage.get("output_tokens"))
-        if output is not None:
-            record["output_tokens"] = max(output, record.get("output_tokens") or 0)
+        if _is_cost(cost):
+            record["cost_usd"] = cost  # the message's own: each of its lines repeats it
+        if isinstance(usage, dict):
+            _put_usage(record, usage)
+
+
+def _is_cost(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _put_usage(record: dict[str, Any], usage: dict[str, Any]) -> None:
+    """The turn's tokens from an API message's *usage*: the whole context it read (new
+    input plus what the cache supplied and what was written to it), each cache part on
+    its own, and the output (the largest any of the message's lines recorded)."""
+    fresh = token_count(usage.get("input_tokens"))
+    if fresh is None:
+        return
+    read = token_count(usage.get("cache_read_input_tokens"))
+    written = token_count(usage.get("cache_creation_input_tokens"))
+    record["input_tokens"] = record["context_tokens"] = fresh + (read or 0) + (written or 0)
+    for key, value in (("cache_read_tokens", read), ("cache_write_tokens", written)):
+        if value is not None:
+            record[key] = value
+    output = token_count(usage.get("output_tokens"))
+    if output is not None:
+        record["output_tokens"] = max(output, record.get("output_tokens") or 0)
 
 
 def _blocks(path: Path, number: int, message: dict[str, Any]) -> list[dict[str, Any]]:

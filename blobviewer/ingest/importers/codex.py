@@ -21,7 +21,8 @@ The `event_msg` lines repeat those events for the UI (`user_message`, `agent_mes
 `exec_command_end`, `patch_apply_end`, ...) and never become items or blobs. Only these
 add to the history: `token_count` (the tokens of the model response just recorded, put on
 its first item: `last_token_usage.input_tokens`, which counts the cached input too, is
-the context read, `output_tokens` what it wrote), `turn_aborted` (a user item with role
+the context read, `cached_input_tokens` the part of it read from the cache, `output_tokens`
+what it wrote), `turn_aborted` (a user item with role
 `aborted`) and `error` (role `error`); `task_complete` / `turn_aborted` give the status.
 
 A result is an error when its output says its exit code was not 0 (`Process exited with
@@ -60,7 +61,8 @@ from blobviewer.ingest.importers.recording import (
 FORMAT = "codex"
 # Bump when what this importer derives from a recording changes (see claude_code).
 # 2: an output that is text in a wrapper (content blocks) is that text (core.tool_text).
-IMPORTER_VERSION = 2
+# 3: a response's cached input tokens (docs/cost.md).
+IMPORTER_VERSION = 3
 
 # User messages Codex writes itself around the prompt (instructions, environment).
 _CONTEXT_PREFIXES = (
@@ -315,8 +317,11 @@ class _Rollout:
             return  # a repeat (rate limits only), or no response recorded since the last
         context = token_count(last.get("input_tokens"))
         output = token_count(last.get("output_tokens"))
+        cached = token_count(last.get("cached_input_tokens"))
         if context is not None:
             self.response["input_tokens"] = self.response["context_tokens"] = context
+        if cached is not None:
+            self.response["cache_read_tokens"] = cached
         if output is not None:
             self.response["output_tokens"] = output
         self.response = None

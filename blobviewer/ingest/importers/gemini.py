@@ -53,7 +53,8 @@ from blobviewer.ingest.importers.recording import (
 FORMAT = "gemini"
 # Bump when what this importer derives from a recording changes (see claude_code).
 # 2: an output that is text in a wrapper (content blocks) is that text (core.tool_text).
-IMPORTER_VERSION = 2
+# 3: a message's cached input tokens (docs/cost.md).
+IMPORTER_VERSION = 3
 
 _FINISHED = {"success", "error", "cancelled"}
 _METADATA_KEYS = ("sessionId", "projectHash", "startTime", "lastUpdated", "summary", "kind")
@@ -288,6 +289,9 @@ def _tokens(tokens: Any) -> dict[str, int]:
     context = token_count(tokens.get("input"))
     if context is not None:
         fields["input_tokens"] = fields["context_tokens"] = context
+    cached = token_count(tokens.get("cached"))  # of the input: Gemini counts it in
+    if cached is not None:
+        fields["cache_read_tokens"] = cached
     output = token_count(tokens.get("output"))
     if output is not None:
         fields["output_tokens"] = output + (token_count(tokens.get("thoughts")) or 0)

@@ -11,9 +11,11 @@ that copy is not what entered the history, so it is left aside, as Claude Code's
 Facts, where the recording has them: times from `extra.timestamp` (or `timestamp`); an
 assistant turn's tokens from its response's `usage` (`extra.response.usage` in
 mini-swe-agent, or the message's own `usage`): `prompt_tokens` is the whole context read,
-`completion_tokens` the output; a tool result is an error when its `extra.returncode` is
-not 0 or `extra.exception_info` is not empty; the status is `info.exit_status` (or the
-`exit` message's `extra.exit_status`).
+`completion_tokens` the output, `prompt_tokens_details.cached_tokens` the part of the
+context read from the cache; the whole run's cost is mini-swe-agent's
+`info.model_stats.instance_cost` when it counted one (above 0); a tool result is an error
+when its `extra.returncode` is not 0 or `extra.exception_info` is not empty; the status
+is `info.exit_status` (or the `exit` message's `extra.exit_status`).
 """
 
 from __future__ import annotations
@@ -38,7 +40,8 @@ from blobviewer.ingest.importers.recording import (
 FORMAT = "openai_chat"
 # Bump when what this importer derives from a recording changes (see claude_code).
 # 2: an output that is text in a wrapper (content blocks) is that text (core.tool_text).
-IMPORTER_VERSION = 2
+# 3: a turn's cached prompt tokens; mini-swe-agent's `instance_cost` (docs/cost.md).
+IMPORTER_VERSION = 3
 
 
 def looks_like(document: Any) -> bool:
@@ -102,16 +105,20 @@ def build_messages(path: Path, messages: list[Any], *, where: str = "messages") 
 
 
 def _tokens(message: dict[str, Any]) -> dict[str, int]:
-    """The turn's tokens from its response's usage, as item fields; {} when not recorded."""
+    """The turn's tokens from its response's usage, as item fields (the prompt's cached
+    part as `cache_read_tokens`); {} when not recorded."""
     response = dict_field(dict_field(message, "extra"), "response")
     usage = response.get("usage")
     if not isinstance(usage, dict):
         usage = dict_field(message, "usage")
     prompt = token_count(usage.get("prompt_tokens"))
     completion = token_count(usage.get("completion_tokens"))
+    cached = token_count(dict_field(usage, "prompt_tokens_details").get("cached_tokens"))
     tokens = {}
     if prompt is not None:  # OpenAI's prompt_tokens include the cached ones
         tokens["input_tokens"] = tokens["context_tokens"] = prompt
+    if cached is not None:
+        tokens["cache_read_tokens"] = cached
     if completion is not None:
         tokens["output_tokens"] = completion
     return tokens
@@ -162,17 +169,17 @@ def load(path: Path, document: Any) -> Recording:
         )
     created = next((r["at"] for r in builder.records if r.get("at")), None)
     meta = {"instance_id": instance} if isinstance(instance, str) else {}
-    return Recording(
-        FORMAT,
-        header(
-            stable_session_id(FORMAT, [instance, model, messages[:3]]),
-            title=instance if isinstance(instance, str) else first_line(first_user) or path.stem,
-            model=model,
-            created_at=created,
-            path=path,
-            format=FORMAT,
-            meta=meta,
-            status=_exit_status(info, messages),
-        ),
-        builder.records,
+    session = header(
+        stable_session_id(FORMAT, [instance, model, messages[:3]]),
+        title=instance if isinstance(instance, str) else first_line(first_user) or path.stem,
+        model=model,
+        created_at=created,
+        path=path,
+        format=FORMAT,
+        meta=meta,
+        status=_exit_status(info, messages),
     )
+    cost = dict_field(info, "model_stats").get("instance_cost")
+    if isinstance(cost, int | float) and not isinstance(cost, bool) and cost > 0:
+        session["cost_usd"] = cost  # mini-swe-agent's own total (0: it did not count)
+    return Recording(FORMAT, session, builder.records)

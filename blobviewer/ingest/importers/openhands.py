@@ -75,7 +75,8 @@ from blobviewer.ingest.importers.recording import (
 FORMAT = "openhands"
 # Bump when what this importer derives from a recording changes (see claude_code).
 # 2: an output that is text in a wrapper (content blocks) is that text (core.tool_text).
-IMPORTER_VERSION = 2
+# 3: a model response's cache reads and writes (docs/cost.md).
+IMPORTER_VERSION = 3
 
 # V0 events that are the app's own state, not the conversation.
 _DROPPED_ACTIONS = {"system", "recall", "change_agent_state", "null"}
@@ -462,6 +463,24 @@ def put_response_tokens(record: dict[str, Any], usage: Any) -> None:
         record["input_tokens"] = record["context_tokens"] = context
     if output is not None:
         record["output_tokens"] = output
+    # The cache's parts of the prompt: the SDK's own names (V1), else LiteLLM's (V0).
+    details = dict_field(usage, "prompt_tokens_details")
+    read = _first_count(
+        usage.get("cache_read_tokens"),
+        details.get("cached_tokens"),
+        usage.get("cache_read_input_tokens"),
+    )
+    written = _first_count(
+        usage.get("cache_write_tokens"), usage.get("cache_creation_input_tokens")
+    )
+    for key, value in (("cache_read_tokens", read), ("cache_write_tokens", written)):
+        if value is not None:
+            record[key] = value
+
+
+def _first_count(*values: Any) -> int | None:
+    """The first of *values* that is a token count."""
+    return next((count for count in map(token_count, values) if count is not None), None)
 
 
 def add_condensation(builder: RecordBuilder, summary: str, at: str | None) -> None:

@@ -232,9 +232,17 @@ def _written_alike(number: float) -> bool:
     return number == 0.0 or 1e-4 <= abs(number) < math.inf
 
 
-# The fields of an item that a later line of its recording may still set: its tokens (the
-# rest of an API message's lines), its failure (a command's exit, reported later).
-_LATER_FIELDS = ("input_tokens", "output_tokens", "context_tokens", "is_error")
+# The fields of an item that a later line of its recording may still set: its tokens and
+# cost (the rest of an API message's lines), its failure (a command's exit, reported later).
+_LATER_FIELDS = (
+    "input_tokens",
+    "output_tokens",
+    "context_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "cost_usd",
+    "is_error",
+)
 
 
 class Carried(dict[str, Any]):

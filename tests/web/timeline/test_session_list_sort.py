@@ -67,12 +67,14 @@ ASCENDING = {
         {"output_bytes_received": 90_000, "output_bytes_in_history": 500},  # 89,500
     ],
     "status": [{"status": "end_turn"}, {"status": "exit_error"}, {"status": "submitted"}],
+    "cost": [{"cost_usd": 0.0072}, {"cost_usd": 0.37}, {"cost_usd": 8.37}],
 }
 WITHOUT = {
     "title": {"title": ""},
     "model": {"model": ""},
     "duration": {"duration": None},
     "status": {"status": ""},
+    "cost": {"cost_usd": None, "unpriced_turns": 3},  # no price
 }
 
 
@@ -191,6 +193,7 @@ def test_it_shows_the_columns_of_a_session(logged_in_client):
         output_bytes_received=3_000_000,
         output_bytes_in_history=1_000_000,
         status="end_turn",
+        cost_usd=8.3698,
     )
 
     Session.objects.update(updated_at=START)  # not grown in the last minute: not "live"
@@ -207,6 +210,7 @@ def test_it_shows_the_columns_of_a_session(logged_in_client):
         "opus",
         "2025-05-01 12:00 UTC",
         "4 min 05 s",
+        "$8.37",
         "40",
         "12",
         "2 failed",
