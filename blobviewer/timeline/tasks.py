@@ -27,6 +27,7 @@ _RUN_FIELDS = (
     "outcome",
     "reward",
     "cost_usd",
+    "unpriced_turns",
     "step_count",
     "error_count",
 )

@@ -103,6 +103,17 @@ def load_trajectory(
     return recordings
 
 
+def opening(document: dict[str, Any]) -> list[Any]:
+    """What a trajectory's session id is made from: its own ids, its agent and its first
+    steps (ATIF's `session_id` is run-wide and need not be unique, so it is not enough)."""
+    return [
+        document.get("session_id"),
+        document.get("trajectory_id"),
+        dict_field(document, "agent").get("name"),
+        list_field(document, "steps")[:3],
+    ]
+
+
 def part_of(path: Path) -> Path | None:
     """The trajectory that names *path* as its continuation or a sub-agent's file, when
     it is beside it: for `trajectory.cont-1.json`, `trajectory.json` (Harbor names parts
@@ -308,16 +319,8 @@ class _Session:
     # --- the session -------------------------------------------------------------------
 
     def session_id(self) -> str:
-        """A UUID from the trajectory's own ids and first steps (ATIF's `session_id` is
-        run-wide and need not be unique, so it is not enough alone)."""
-        document = self.document
-        opening = [
-            document.get("session_id"),
-            document.get("trajectory_id"),
-            self.agent.get("name"),
-            list_field(document, "steps")[:3],
-        ]
-        return stable_session_id(FORMAT, opening)
+        """A UUID from the trajectory's opening (see :func:`opening`)."""
+        return stable_session_id(FORMAT, opening(self.document))
 
     def recording(self, session_id: str, meta: dict[str, Any]) -> Recording:
         records = self.builder.records

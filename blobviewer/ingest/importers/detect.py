@@ -22,6 +22,7 @@ from blobviewer.ingest.importers.recording import (
     RecordingError,
     UnknownFormat,
     session_uuid,
+    stable_session_id,
 )
 from core.agent.history import ITEM_TYPES
 
@@ -246,7 +247,13 @@ def _load_trial(path: Path) -> list[Recording]:
             kind, document = sniff(trajectory, text)
         if kind != atif.FORMAT:
             raise RecordingError(trajectory, None, "not an ATIF trajectory")
-        session_id = session_uuid(atif.FORMAT, facts["trial_id"]) if facts["trial_id"] else None
+        # The trial's own id; else its job and name with the trajectory's opening (two
+        # trials may hold the same trajectory: each is a run of its own).
+        if facts["trial_id"]:
+            session_id = session_uuid(atif.FORMAT, facts["trial_id"])
+        else:
+            trial = [facts["job"], facts["meta"]["harbor_trial"], atif.opening(document)]
+            session_id = stable_session_id("harbor", trial)
         recordings = atif.load_trajectory(trajectory, document, session_id=session_id)
     harbor.with_trial_facts(recordings[0], facts)
     return recordings
