@@ -9,7 +9,8 @@ import hashlib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import Count, Max, Min, Q, QuerySet
+from django.db.models.functions import Coalesce
 
 from blobviewer.models import Session
 
@@ -70,4 +71,27 @@ def other_runs(session: Session) -> QuerySet[Session]:
         .only(
             "id", "title", "model", "created_at", "outcome", "reward", "step_count", "error_count"
         )
+    )
+
+
+# Tasks on a page of the list grouped by task.
+TASKS_PER_PAGE = 50
+
+
+def task_groups(sessions: QuerySet[Session]) -> QuerySet[Any]:
+    """*sessions* (the list's, filtered) by task, the task run most recently first: each
+    task's runs, how many ended and passed (docs/evaluations.md), and a title of one of
+    them. Sessions with no task are left out."""
+    return (
+        sessions.exclude(task="")
+        .order_by()
+        .values("task")
+        .annotate(
+            runs=Count("pk"),
+            ended=Count("pk", filter=~Q(outcome="")),
+            passed=Count("pk", filter=Q(outcome="pass")),
+            title=Min("title"),
+            latest=Max(Coalesce("started_at", "ingested_at")),
+        )
+        .order_by("-latest", "task")
     )

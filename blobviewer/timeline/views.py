@@ -19,6 +19,7 @@ from blobviewer.search.results import list_hits
 from blobviewer.timeline.jobs import job_rates
 from blobviewer.timeline.pages import item_blob_refs, item_page_context, page_context
 from blobviewer.timeline.sort import headers as sort_headers
+from blobviewer.timeline.tasks import PROMPT_TASK, TASKS_PER_PAGE, task_groups
 
 SESSIONS_PER_PAGE = 50
 # A search shows fewer sessions a page (each with its hits), and counts its sessions up
@@ -101,11 +102,12 @@ def session_list(request: HttpRequest) -> HttpResponse:
     form = SessionFilterForm(request.GET)
     sessions = form.filter(Session.objects.all())
     number = min(positive_int(request.GET.get("page")), MAX_PAGE)
+    if request.GET.get("group") == "task":
+        return _task_list(request, form, sessions, number)
     if form.query is not None:
         page, totals = _search_page_and_totals(sessions, number)
     else:
         page, totals = _page_and_totals(sessions, number)
-    models = Session.objects.exclude(model="").order_by("model").values_list("model", flat=True)
     jobs = job_rates()
     chosen = form.cleaned_data.get("job", "") if form.is_valid() else ""
     job_rate = next((rate for rate in jobs if rate.job == chosen), None) if chosen else None
@@ -117,7 +119,7 @@ def session_list(request: HttpRequest) -> HttpResponse:
         "form": form,
         "page": page,
         "totals": totals,
-        "models": models.distinct(),
+        "models": _models(),
         "query": form.query,
         "hits": list_hits(form.query, page.object_list),
         "sort": form.sort,
@@ -125,6 +127,27 @@ def session_list(request: HttpRequest) -> HttpResponse:
         "live_since": timezone.now() - LIVE_WINDOW,
     }
     return render_page(request, "session_list.html", context, fragment="session_list.html#list")
+
+
+def _task_list(
+    request: HttpRequest, form: SessionFilterForm, sessions: QuerySet[Session], number: int
+) -> HttpResponse:
+    """The list grouped by task (`?group=task`): a row per task, linking to its runs."""
+    page = Paginator(task_groups(sessions), TASKS_PER_PAGE).get_page(number)
+    context = {
+        "form": form,
+        "grouped": True,
+        "page": page,
+        "jobs": job_rates(),
+        "models": _models(),
+        "prompt_task": PROMPT_TASK,
+    }
+    return render_page(request, "session_list.html", context, fragment="session_list.html#list")
+
+
+def _models() -> QuerySet[Session, str]:
+    models = Session.objects.exclude(model="").order_by("model").values_list("model", flat=True)
+    return models.distinct()
 
 
 @require_safe

@@ -127,3 +127,28 @@ def test_a_harbor_trial_and_an_atif_trajectory_of_one_task_meet(tmp_path: Path) 
         ("hello", "fail"),
         ("hello", "pass"),
     ]
+
+
+def test_the_list_groups_sessions_by_task(tmp_path: Path, client, user) -> None:
+    for fixture in (EVALUATION, SWE_AGENT_CLASSIC):
+        shutil.copyfile(fixture, tmp_path / fixture.name)
+    ingest(tmp_path)
+    lines = [json.loads(line) for line in EVALUATION.read_text().splitlines()]
+    again = tmp_path / "again.jsonl"  # a second run of the first instance
+    write_jsonl(again, [{**lines[0], "history": lines[0]["history"][:-1]}])
+    ingest(again)
+    client.force_login(user)
+    page = client.get("/", {"group": "task"}).content.decode()
+    text = re.sub(r"\s+", " ", re.sub("<[^>]+>", " ", page))
+    assert "4 tasks" in text
+    rows = re.findall(r'<tr class="task-group">(.*?)</tr>', page, re.S)
+    runs = {
+        re.search(r"\?task=([^\"]+)", row).group(1): re.search(
+            r'data-label="Runs">(\d+)<', row
+        ).group(1)
+        for row in rows
+    }
+    assert runs[lines[0]["instance_id"]] == "2" and runs["pydicom__pydicom-1458"] == "1"
+    # Each task links to its runs.
+    listed = client.get("/", {"task": lines[0]["instance_id"]}).content.decode()
+    assert listed.count('<tr class="session') == 2
