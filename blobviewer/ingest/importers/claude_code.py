@@ -126,6 +126,7 @@ class _Reader:
         self.started: bool = carried.get("started", False)  # the first conversation line read
         self.first_user: str | None = carried.get("first_user")  # its first line
         self.created_at: str | None = carried.get("created_at")
+        self.cwd: str | None = carried.get("cwd")  # the folder it worked in (its first line's)
         self.usage = _Usage(self.builder)
         for message_id, item in carried.get("messages", {}).items():
             self.usage.first_item[message_id] = carried.restored(item)
@@ -139,6 +140,8 @@ class _Reader:
         if kind == "summary" and self.title is None and isinstance(entry.get("summary"), str):
             self.title = entry["summary"]
         self.session_id = self.session_id or entry.get("sessionId")
+        if self.cwd is None and isinstance(entry.get("cwd"), str):
+            self.cwd = entry["cwd"]
         message = entry.get("message")
         if kind not in ("user", "assistant", "system"):
             return
@@ -176,10 +179,10 @@ class _Reader:
         session_id, title = self.session_id, self.title
         if not isinstance(session_id, str):
             raise RecordingError(self.path, None, "no sessionId: not a Claude Code session")
-        meta = None
+        meta: dict[str, Any] = {"cwd": self.cwd} if self.cwd else {}
         if self.agent_id is not None:
             parent = _uuid_text(session_id)
-            meta = {"parent_session_id": parent, "agent_id": self.agent_id}
+            meta.update(parent_session_id=parent, agent_id=self.agent_id)
             session_id = str(
                 uuid.uuid5(IMPORT_NAMESPACE, f"claude_code-subagent:{parent}:{self.agent_id}")
             )
@@ -214,6 +217,7 @@ class _Reader:
             "started": self.started,
             "first_user": self.first_user,
             "created_at": self.created_at,
+            "cwd": self.cwd,
             "messages": {key: Carried.item(record) for key, record in messages},
             "last_message": self.last_message,
             "stop_reasons": {

@@ -372,10 +372,10 @@ class _Rollout:
 
     def user_text(self) -> str | None:
         """The first user item's text (its title, once carried), if there is one yet."""
+        if self.first_user is not None:  # carried, even when it was empty
+            return self.first_user
         records = self.builder.records
-        return self.first_user or next(
-            (r["text"] for r in records if r["type"] == "user" and "role" not in r), None
-        )
+        return next((r["text"] for r in records if r["type"] == "user" and "role" not in r), None)
 
     def first_time(self) -> str | None:
         return self.first_at or next((r["at"] for r in self.builder.records if r.get("at")), None)

@@ -17,6 +17,7 @@ from blobviewer.ingest.importers.json_lines import HEADER_BLOCK
 from blobviewer.ingest.recording_files import ReadState
 from blobviewer.models import IngestedFile, Item, Session
 from importers.recordings import CLAUDE_CODE, FIXTURES, claude_line
+from importers.test_codex import call, meta, output, user, write
 from web.records import STORED_ITEM_FIELDS
 
 pytestmark = pytest.mark.django_db
@@ -230,3 +231,29 @@ def test_a_codex_exit_reported_after_the_resume_point_marks_the_step_failed(tmp_
     assert Item.objects.get(seq=2).is_error
     assert Session.objects.get().error_count == 1
     assert IngestedFile.objects.get().carry["undecided"] == {}
+
+
+def test_a_codex_rollout_whose_first_message_is_empty_keeps_its_title(tmp_path, data_dir):
+    """The first user message is carried even when it is empty: a later one does not
+    become the title of a read that resumed (a whole read names it by its file)."""
+    source = write(
+        tmp_path / "rollout-2026-01-02T10-00-00-0199a8e0-0000-7000-8000-000000000001.jsonl",
+        [
+            meta(),
+            user(""),
+            call("c1", "ls"),
+            output("c1", "a.py"),
+            user("later"),
+            call("c2", "pwd"),
+        ],
+    )
+    whole = whole_ingest(source, tmp_path)
+    lines = source.read_bytes().splitlines(keepends=True)
+    path = tmp_path / source.name
+    path.write_bytes(b"".join(lines[:4]))
+    ingest(path)
+    path.write_bytes(b"".join(lines))
+    ingest(path)
+    assert IngestedFile.objects.get().carry is not None
+    assert recorded() == whole
+    assert whole[0]["title"] == path.stem
