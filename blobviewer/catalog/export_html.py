@@ -25,7 +25,6 @@ from typing import Any
 
 from django.contrib.staticfiles import finders
 from django.template.loader import render_to_string
-from django.utils.safestring import SafeString, mark_safe
 
 from blobviewer.catalog.export_walk import LoadedUnit, loaded_units, promoted_blob
 from blobviewer.models import Item, Session
@@ -98,13 +97,13 @@ def write_html(session: Session, write: Write) -> None:
         {
             "session": session,
             "counts": counts,
-            "css": _stylesheet(),
+            "css": _STYLESHEET_HERE,
             "caps": {"text": TEXT_BYTES, "blob": BLOB_SHARE_BYTES, "args": ARGS_BYTES},
             "empty": not units,
         },
     )
     head, _, tail = page.partition(_UNITS_HERE)
-    write(head)
+    write(head.replace(_STYLESHEET_HERE, _stylesheet(), 1))
     for loaded in loaded_units(session, units):
         shown = _exported_unit(loaded, producers)
         write(render_to_string("export/_unit.html", {"shown_unit": shown}))
@@ -167,11 +166,16 @@ def cut(text: str, limit: int) -> Cut:
     return Cut(head, utf8_size(text) - utf8_size(head))
 
 
-def _stylesheet() -> SafeString:
-    """The site's stylesheet, whole, for the file's `<style>` element. It is our own file,
-    not recorded content, and must stay as it is (escaping would break `>` selectors)."""
+# Where the stylesheet goes: put in after the template is rendered, as it is (escaping
+# would break its `>` selectors), so no template ever marks text safe.
+_STYLESHEET_HERE = "/* stylesheet */"
+
+
+def _stylesheet() -> str:
+    """The site's stylesheet, whole, for the file's `<style>` element: our own file, not
+    recorded content."""
     path = finders.find("css/site.css")
     css = Path(path).read_text(encoding="utf-8") if isinstance(path, str) else ""
     if "</" in css:  # it would end the <style> element early
         raise ValueError("static/css/site.css holds '</', which cannot go in a <style>")
-    return mark_safe(css)  # noqa: S308 - the site's own stylesheet, checked above
+    return css
