@@ -132,7 +132,7 @@ def output_diff(a: LineSource, b: LineSource, *, page: int = 0, window: int = 20
             found = _first_difference(a_lines, b_lines, *start)
             if found is None:
                 return replace(empty, identical=number == 0)
-            hunks, start, cut_short = _window(a_lines, b_lines, found, window)
+            hunks, start, cut_short = _window(a_lines, b_lines, start, found, window)
             if number == page:
                 more = None if start is None else page + 1
                 return replace(empty, hunks=hunks, more=more, cut_short=cut_short)
@@ -157,15 +157,20 @@ def _first_difference(
 
 
 def _window(
-    a: OpenedLines, b: OpenedLines, found: tuple[int, int], window: int
+    a: OpenedLines,
+    b: OpenedLines,
+    start: tuple[int, int],
+    found: tuple[int, int],
+    window: int,
 ) -> tuple[list[DiffHunk], tuple[int, int] | None, bool]:
-    """The hunks of the window at the difference *found*, where the next page starts
+    """The hunks of the window at the difference *found* (the lines from *start* to it
+    are the same, so up to CONTEXT of them are its context), where the next page starts
     (None: both sides end within it), and whether the page was cut short."""
-    before = min(CONTEXT, found[0] - 1, found[1] - 1)
+    before = min(CONTEXT, found[0] - start[0])
     a_first, b_first = found[0] - before, found[1] - before
     a_part = list(islice(a.lines(a_first), window))
     b_part = list(islice(b.lines(b_first), window))
-    codes = SequenceMatcher(None, a_part, b_part).get_opcodes()
+    codes = _opcodes(a_part, b_part, before)
     ends = a_first + len(a_part) > a.line_count and b_first + len(b_part) > b.line_count
     codes, stop = _up_to_last_agreement(codes, before, len(a_part), len(b_part), ends=ends)
     hunks, shown_to = _hunks(codes, a_part, b_part, a_first, b_first)
@@ -176,20 +181,33 @@ def _window(
     return hunks, (a_first + stop[0], b_first + stop[1]), False
 
 
+def _opcodes(a_part: list[Line], b_part: list[Line], before: int) -> list[Opcode]:
+    """difflib's opcodes for the window, whose first *before* lines are known to be the
+    same on both sides: they are kept paired (difflib, looking for its longest match
+    first, could pair them otherwise, and the page before showed them paired)."""
+    matcher = SequenceMatcher(None, a_part[before:], b_part[before:])
+    codes: list[Opcode] = [("equal", 0, before, 0, before)] if before else []
+    for tag, a_lo, a_hi, b_lo, b_hi in matcher.get_opcodes():
+        codes.append((tag, a_lo + before, a_hi + before, b_lo + before, b_hi + before))
+    return codes
+
+
 def _up_to_last_agreement(
     codes: list[Opcode], before: int, a_size: int, b_size: int, *, ends: bool
 ) -> tuple[list[Opcode], tuple[int, int] | None]:
     """The opcodes this page shows and where in the window the next page starts (None
     when the window holds the rest of both sides). A window that does not end both
-    sides ends after its last equal lines past the first difference (on both sides, so
+    sides ends with its last equal lines past the first difference (on both sides, so
     each page starts further on both), so that a change its edge cut goes to the next
-    page whole; with none, the page takes the whole window."""
+    page whole; the next page starts CONTEXT lines before their end, for its context.
+    With no such lines, the page takes the whole window."""
     if ends:
         return codes, None
     for at in range(len(codes) - 1, -1, -1):
-        tag, _, a_end, _, b_end = codes[at]
+        tag, a_lo, a_end, _, b_end = codes[at]
         if tag == "equal" and a_end > before and b_end > before:
-            return codes[: at + 1], (a_end, b_end)
+            back = min(CONTEXT, a_end - a_lo, a_end - before - 1, b_end - before - 1)
+            return codes[: at + 1], (a_end - back, b_end - back)
     return codes, (a_size, b_size)
 
 
