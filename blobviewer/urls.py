@@ -7,6 +7,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from blobviewer.catalog import views as catalog
+from blobviewer.compare import views as compare
 from blobviewer.reader import views as reader
 from blobviewer.search import views as search
 from blobviewer.team import views as team
@@ -19,6 +20,10 @@ urlpatterns = [
     path("sessions/<uuid:session_id>/items/<int:seq>/", timeline.item_detail, name="item_detail"),
     path("sessions/<uuid:session_id>/find", search.session_find, name="session_find"),
     path("sessions/<uuid:session_id>/live", timeline.session_live, name="session_live"),
+    # /compare/<a>/<b>/ — two runs side by side, their steps aligned and outputs diffed
+    path("compare/<uuid:a>/<uuid:b>/", compare.compare, name="compare"),
+    path("compare/<uuid:a>/<uuid:b>/diff", compare.compare_diff, name="compare_diff"),
+    path("sessions/<uuid:session_id>/compare/", compare.compare_pick, name="compare_pick"),
     # /blobs/ — stored outputs, read with the model's selectors
     path("blobs/", catalog.blob_list, name="blob_list"),
     path("blobs/<uuid:blob_id>/", reader.blob_detail, name="blob_detail"),

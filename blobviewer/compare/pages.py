@@ -1,0 +1,166 @@
+"""What the compare page shows (docs/pages.md#comparing-two-runs): the two runs' facts
+side by side, their steps aligned a page at a time, the first place they part ways, and
+a step pair's output diff."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import Sum
+
+from blobviewer.compare.alignment import Pair, align, first_divergence
+from blobviewer.compare.line_sources import LineSource, StoredOutput, TextOutput
+from blobviewer.compare.output_diff import DiffPage, output_diff
+from blobviewer.compare.runs import RunStep, run_steps
+from blobviewer.data_dir import blob_store, renderings
+from blobviewer.ingest.rows import promoted_blob_id
+from blobviewer.models import Item, Session
+from blobviewer.templatetags.timeline_tags import duration_text
+from blobviewer.timeline.cost import session_cost_shown
+from blobviewer.timeline.tasks import PROMPT_TASK
+
+# Aligned rows on a page of the compare page.
+ROWS_PER_PAGE = 100
+# Lines of each output one page of a diff covers at most.
+DIFF_WINDOW = 2_000
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One aligned pair: *number* (from 1), each side's step or None, and how they
+    relate: `same` (one step, the same output), `differs` (one step, outputs differ),
+    `only-a` / `only-b` (a step one run made, the other did not)."""
+
+    number: int
+    a: RunStep | None
+    b: RunStep | None
+    relation: str
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    label: str
+    a: str
+    b: str
+
+    @property
+    def differs(self) -> bool:
+        return self.a != self.b
+
+
+def compare_context(a: Session, b: Session, query: Mapping[str, str]) -> dict[str, Any]:
+    """The compare page of *a* and *b* for *query* (`page`)."""
+    steps_a, steps_b = run_steps(a), run_steps(b)
+    pairs = align([s.key for s in steps_a], [s.key for s in steps_b])
+    rows = [_row(n, pair, steps_a, steps_b) for n, pair in enumerate(pairs, start=1)]
+    diverged = first_divergence(
+        pairs, lambda i, j: steps_a[i].output_digest != steps_b[j].output_digest
+    )
+    pages = max(1, -(-len(rows) // ROWS_PER_PAGE))
+    number = _page_number(query.get("page"), pages)
+    shown = rows[(number - 1) * ROWS_PER_PAGE : number * ROWS_PER_PAGE]
+    counts = {
+        relation.replace("-", "_"): sum(row.relation == relation for row in rows)
+        for relation in ("same", "differs", "only-a", "only-b")
+    }
+    return {
+        "a": a,
+        "b": b,
+        "facts": _facts(a, b),
+        "rows": shown,
+        "counts": counts,
+        "page_number": number,
+        "page_count": pages,
+        "divergence": rows[diverged] if diverged is not None else None,
+        "divergence_page": diverged // ROWS_PER_PAGE + 1 if diverged is not None else None,
+    }
+
+
+def _row(number: int, pair: Pair, steps_a: list[RunStep], steps_b: list[RunStep]) -> Row:
+    i, j = pair
+    a = steps_a[i] if i is not None else None
+    b = steps_b[j] if j is not None else None
+    if a is None:
+        return Row(number, a, b, "only-b")
+    if b is None:
+        return Row(number, a, b, "only-a")
+    return Row(number, a, b, "same" if a.output_digest == b.output_digest else "differs")
+
+
+def _page_number(asked: str | None, pages: int) -> int:
+    try:
+        return min(max(int(asked or 1), 1), pages)
+    except ValueError:
+        return 1
+
+
+def _facts(a: Session, b: Session) -> list[Fact]:
+    """The facts the page's header sets side by side (differences are marked)."""
+    tokens = {session.pk: _tokens(session) for session in (a, b)}
+
+    def fact(label: str, value: Any) -> Fact:
+        return Fact(label, value(a), value(b))
+
+    return [
+        fact("Agent", lambda s: str(s.meta.get("agent") or s.source_format)),
+        fact("Model", lambda s: s.model or "—"),
+        fact("Task", _task),
+        fact("Steps", lambda s: f"{s.step_count:,}"),
+        fact("Errors", lambda s: f"{s.error_count:,}"),
+        fact("Tokens in / out", lambda s: tokens[s.pk]),
+        fact(
+            "Cost", lambda s: session_cost_shown(s.cost_usd, s.unpriced_turns, s.model).text or "—"
+        ),
+        fact("Duration", lambda s: duration_text(s.duration) or "—"),
+        fact("Outcome", _outcome),
+    ]
+
+
+def _task(session: Session) -> str:
+    if session.task.startswith(PROMPT_TASK):  # known by its first message: which one
+        return f"first message {session.task.removeprefix(PROMPT_TASK)[:8]}"
+    return session.task or "—"
+
+
+def _cost(session: Session) -> str:
+    shown = session_cost_shown(session.cost_usd, session.unpriced_turns, session.model)
+    return shown.text or "—"
+
+
+def _tokens(session: Session) -> str:
+    totals = Item.objects.filter(session=session).aggregate(
+        read=Sum("input_tokens"), wrote=Sum("output_tokens")
+    )
+    if totals["read"] is None and totals["wrote"] is None:
+        return "—"
+    return f"{totals['read'] or 0:,} / {totals['wrote'] or 0:,}"
+
+
+def _outcome(session: Session) -> str:
+    if not session.outcome:
+        return "—"
+    reward = f" (reward {session.reward:g})" if session.reward is not None else ""
+    return session.outcome + reward
+
+
+def step_output(session: Session, seq: int) -> tuple[Item, LineSource] | None:
+    """Tool result *seq* of *session* and its output as a diff reads it: the blob it was
+    promoted to, else its text; None when there is no such result."""
+    item = (
+        Item.objects.filter(session=session, seq=seq, type=Item.Type.TOOL_RESULT)
+        .only("seq", "tool", "output", "type", "session_id")
+        .first()
+    )
+    if item is None:
+        return None
+    blob_id = promoted_blob_id(item)
+    if blob_id is None:
+        return item, TextOutput(item.output)
+    return item, StoredOutput(blob_store(), blob_id, renderings())
+
+
+def diff_page(a: LineSource, b: LineSource, page: int) -> DiffPage:
+    """Page *page* of the diff of two outputs, DIFF_WINDOW lines of each at most."""
+    return output_diff(a, b, page=page, window=DIFF_WINDOW)
