@@ -8,6 +8,7 @@ from django.urls import path
 
 from blobviewer.catalog import views as catalog
 from blobviewer.compare import views as compare
+from blobviewer.otlp import views as otlp
 from blobviewer.reader import views as reader
 from blobviewer.search import views as search
 from blobviewer.team import views as team
@@ -33,6 +34,9 @@ urlpatterns = [
     path("api/inspect/<uuid:blob_id>", reader.api_inspect, name="api_inspect"),
     path("api/sessions", team.api_ingest, name="api_ingest"),
     path("api/recordings", team.api_recordings, name="api_recordings"),
+    # /v1/ — OpenTelemetry (OTLP/HTTP) exporters of instrumented agents (token auth)
+    path("v1/traces", otlp.traces, name="otlp_traces"),
+    path("v1/logs", otlp.logs, name="otlp_logs"),
     # /tokens/ — my API tokens, for agents that send sessions
     path("tokens/", team.token_list, name="token_list"),
     path("tokens/<int:token_id>/revoke", team.token_revoke, name="token_revoke"),

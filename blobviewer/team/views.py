@@ -46,7 +46,7 @@ def _unauthorized(request: HttpRequest, message: str) -> HttpResponse:
     return response
 
 
-def _token(request: HttpRequest) -> ApiToken | HttpResponse:
+def api_token(request: HttpRequest) -> ApiToken | HttpResponse:
     """The API token the request is sent with (marked used), or the 401 to answer."""
     secret = _bearer_token(request)
     if not secret:
@@ -74,7 +74,7 @@ def _refused(error: UploadError) -> HttpResponse:
 def api_ingest(request: HttpRequest) -> HttpResponse:
     """Record a session sent by an agent: a session log as the body, or a multipart
     `log` file with its `blob` files. 201 when it added something, 200 when not."""
-    token = _token(request)
+    token = api_token(request)
     if isinstance(token, HttpResponse):
         return token
     try:
@@ -274,7 +274,7 @@ def api_recordings(request: HttpRequest) -> HttpResponse:
     """Add a part of a recording pushed from another machine and, for the last part,
     ingest it (blobviewer.team.pushed): 201 when it added something, 200 when not, 202
     for a part that is not the last; 409 with the offset the site holds."""
-    token = _token(request)
+    token = api_token(request)
     if isinstance(token, HttpResponse):
         return token
     try:

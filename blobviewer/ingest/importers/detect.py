@@ -14,6 +14,7 @@ from blobviewer.ingest.importers import (
     openai_chat,
     openhands,
     openhands_v1,
+    otlp,
     swe_agent,
 )
 from blobviewer.ingest.importers.json_lines import RecordingText, RecordTooLarge
@@ -33,7 +34,7 @@ OUR_IMPORTER_VERSION = 1
 # Each importer module has FORMAT and IMPORTER_VERSION; a new importer is added here.
 IMPORTERS = {
     module.FORMAT: module
-    for module in (claude_code, openai_chat, swe_agent, codex, gemini, openhands, atif)
+    for module in (claude_code, openai_chat, swe_agent, codex, gemini, openhands, atif, otlp)
 }
 
 
@@ -66,6 +67,8 @@ def sniff(path: Path, data: bytes | RecordingText) -> tuple[str, Any]:
         or (first.get("type") in ITEM_TYPES and "seq" in first)  # a log that lost its header
     ):
         return OUR_FORMAT, None
+    if otlp.looks_like(first):  # what the OTLP receiver keeps of a conversation
+        return otlp.FORMAT, None
     if claude_code.looks_like(first):
         return claude_code.FORMAT, None
     if codex.looks_like(first):
@@ -147,6 +150,8 @@ def load_sniffed(
         return atif.load(path, document)[0]
     if kind in RESUMABLE:
         return RESUMABLE[kind].load(path, data, carry)
+    if kind == otlp.FORMAT:
+        return otlp.load(path)
     if kind == swe_agent.FORMAT:
         return swe_agent.load(path, document)
     if kind == openai_chat.FORMAT:

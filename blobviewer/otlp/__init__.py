@@ -1,0 +1,2 @@
+"""The OpenTelemetry receiver: OTLP/HTTP traces and logs of GenAI agents, recorded as
+sessions (docs/otlp.md)."""
