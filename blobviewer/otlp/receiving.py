@@ -69,6 +69,8 @@ def receive(key: str, lines: list[dict[str, Any]], *, owner: AbstractBaseUser) -
     session_id = conversation_session(key)
     with transaction.atomic():
         claim_session(session_id, owner)  # locks the session's row to the end
+        # The claim's placeholder row (no recording yet) is this receiver's.
+        Session.objects.filter(id=session_id, source_path="").update(source_format=otlp.FORMAT)
         path = kept_path(session_id)
         added = _append_new(path, session_id, key, lines)
         recording = otlp.load(path)
