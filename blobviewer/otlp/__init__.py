@@ -1,2 +1,1 @@
-"""The OpenTelemetry receiver: OTLP/HTTP traces and logs of GenAI agents, recorded as
-sessions (docs/otlp.md)."""
+"""The OpenTelemetry receiver: OTLP/HTTP traces and logs recorded as sessions."""

@@ -100,14 +100,17 @@ class _Session:
 
 
 def recording_of(header: Mapping[str, Any], lines: list[dict[str, Any]]) -> Recording:
-    """The session of a conversation's lines, its items in time order (ties by id)."""
+    """The session of a conversation's lines, its items in time order."""
     about = _Session()
-    items: list[tuple[int, str, dict[str, Any]]] = []
+    # Sorted by time; at the same time by line (its digest: the same whatever order the
+    # lines came in), then in the order the line gives them (a call before its result).
+    items: list[tuple[int, str, int, dict[str, Any]]] = []
     for line in lines:
-        for record in _items_of(line, about):
-            items.append((record.pop("_time"), record["source_digest"], record))
-    items.sort(key=lambda entry: (entry[0], entry[1]))
-    records = [{**record, "seq": seq} for seq, (_, _, record) in enumerate(items, start=1)]
+        digest = _digest(line)
+        for part, record in enumerate(_items_of(line, about)):
+            items.append((record.pop("_time"), digest, part, record))
+    items.sort(key=lambda entry: entry[:3])
+    records = [{**entry[3], "seq": seq} for seq, entry in enumerate(items, start=1)]
     start = min((_time(line, "start") for line in lines), default=0)
     first_user = next((r["text"] for r in records if r["type"] == "user"), "")
     meta: dict[str, Any] = {"conversation": header.get("conversation", "")}

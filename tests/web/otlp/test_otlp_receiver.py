@@ -4,14 +4,10 @@ as OTLP/JSON; the session, its steps, tokens, errors and a 2 MB output come back
 
 from __future__ import annotations
 
-import base64
 import gzip
 import json
-from typing import Any
 
 import pytest
-from google.protobuf import json_format
-from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -22,13 +18,10 @@ from opentelemetry.trace import Status, StatusCode
 from blobviewer.data_dir import blob_store
 from blobviewer.ingest.rows import promoted_blob_id
 from blobviewer.ingest.sessions import ingest_file
-from blobviewer.models import ApiToken, Item, Session
+from blobviewer.models import ApiToken, Session
 from blobviewer.otlp.receiving import conversation_session, kept_path
 from core.content import Text
-
-BIG = "".join(f"row {n}: " + "x" * 40 + "\n" for n in range(45_000))  # about 2 MB
-SECOND = 1_000_000_000
-T0 = 1_764_900_000 * SECOND
+from web.otlp.otlp_requests import BIG, SECOND, T0, as_otlp_json, post, steps
 
 
 def genai_batch(conversation: str = "conv-1") -> list[ReadableSpan]:
@@ -42,7 +35,11 @@ def genai_batch(conversation: str = "conv-1") -> list[ReadableSpan]:
     agent = tracer.start_span(
         "invoke_agent reporter",
         start_time=T0,
-        attributes={**common, "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "reporter"},
+        attributes={
+            **common,
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.agent.name": "reporter",
+        },
     )
     chat = tracer.start_span(
         "chat gpt-4.1",
@@ -98,36 +95,6 @@ def exporter(url: str, secret: str) -> OTLPSpanExporter:
     )
 
 
-def as_otlp_json(spans: list[ReadableSpan]) -> bytes:
-    """The batch in OTLP/JSON: the protobuf JSON mapping, with ids in hex."""
-    document = json_format.MessageToDict(encode_spans(spans))
-    return json.dumps(_hex_ids(document)).encode()
-
-
-def _hex_ids(value: Any) -> Any:
-    if isinstance(value, list):
-        return [_hex_ids(item) for item in value]
-    if isinstance(value, dict):
-        return {
-            key: base64.b64decode(item).hex()
-            if key in ("traceId", "spanId", "parentSpanId")
-            else _hex_ids(item)
-            for key, item in value.items()
-        }
-    return value
-
-
-def post(client: Any, body: bytes, secret: str | None, **headers: str) -> Any:
-    if secret:
-        headers["Authorization"] = f"Bearer {secret}"
-    content_type = headers.pop("content_type", "application/json")
-    return client.post("/v1/traces", data=body, content_type=content_type, headers=headers)
-
-
-def steps(conversation: str = "conv-1") -> list[Item]:
-    return list(Item.objects.filter(session_id=conversation_session(conversation)).order_by("seq"))
-
-
 def assert_the_run_reads_back(conversation: str = "conv-1") -> None:
     session = Session.objects.get(id=conversation_session(conversation))
     assert session.title == "reporter"
@@ -144,7 +111,9 @@ def assert_the_run_reads_back(conversation: str = "conv-1") -> None:
     user, turn, call, fetched, _, failed = items
     assert user.text == "Summarise week 49."
     assert (turn.text, turn.input_tokens, turn.output_tokens) == ("Fetching it.", 1200, 80)
-    assert call.tool_calls == [{"id": "call_1", "name": "fetch_report", "arguments": {"name": "week-49"}}]
+    assert call.tool_calls == [
+        {"id": "call_1", "name": "fetch_report", "arguments": {"name": "week-49"}}
+    ]
     assert fetched.call_id == "call_1" and not fetched.is_error
     assert len(fetched.output.encode()) <= 400  # the summary; the output is in its blob
     blob_id = promoted_blob_id(fetched)
@@ -154,7 +123,9 @@ def assert_the_run_reads_back(conversation: str = "conv-1") -> None:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_sdk_exporter_records_a_run_with_its_2_mb_output_whole(live_server, api_token, data_dir):
+def test_the_sdk_exporter_records_a_run_with_its_2_mb_output_whole(
+    live_server, api_token, data_dir
+):
     _, secret = api_token
     assert exporter(live_server.url, secret).export(genai_batch()) == SpanExportResult.SUCCESS
     assert_the_run_reads_back()
@@ -189,7 +160,9 @@ def test_spans_out_of_order_and_sent_again_make_one_run_in_time_order(client, ap
 @pytest.mark.django_db
 def test_a_gzip_body(client, api_token, data_dir):
     body = gzip.compress(as_otlp_json(genai_batch()))
-    response = post(client, body, api_token[1], HTTP_CONTENT_ENCODING="gzip", **{"Content-Encoding": "gzip"})
+    response = post(
+        client, body, api_token[1], HTTP_CONTENT_ENCODING="gzip", **{"Content-Encoding": "gzip"}
+    )
     assert response.status_code == 200, response.content
     assert_the_run_reads_back()
 
@@ -207,14 +180,16 @@ def test_refusals(client, api_token, data_dir, django_user_model, settings):
     body = as_otlp_json(genai_batch())
     settings.BLOBVIEWER_UPLOAD_MAX_BYTES = 1_000_000
     assert post(client, body, secret).status_code == 413
-    assert post(client, gzip.compress(body), secret, **{"Content-Encoding": "gzip"}).status_code == 413
+    assert (
+        post(client, gzip.compress(body), secret, **{"Content-Encoding": "gzip"}).status_code == 413
+    )
     settings.BLOBVIEWER_UPLOAD_MAX_BYTES = 50 * 1024 * 1024
     assert post(client, body, secret).status_code == 200
     bob = django_user_model.objects.create_user("bob")
     _, bobs = ApiToken.objects.issue(user=bob, name="bob's agent")
     refused = post(client, body, bobs)
     assert refused.status_code == 403
-    assert len(steps()) == 6
+    assert len(steps("conv-1")) == 6
 
 
 @pytest.mark.django_db
@@ -234,7 +209,7 @@ def test_a_rebuild_maps_the_kept_spans_again(client, api_token, data_dir, monkey
     from blobviewer.ingest.options import IngestOptions
 
     post(client, as_otlp_json(genai_batch()), api_token[1])
-    before = [(item.seq, item.output) for item in steps()]
+    before = [(item.seq, item.output) for item in steps("conv-1")]
     monkeypatch.setattr(otlp, "IMPORTER_VERSION", otlp.IMPORTER_VERSION + 1)
     result = ingest_file(
         kept_path(conversation_session("conv-1")),
@@ -242,4 +217,4 @@ def test_a_rebuild_maps_the_kept_spans_again(client, api_token, data_dir, monkey
         options=IngestOptions(rebuild=True),
     )
     assert result.rebuilt and result.new_items == 0
-    assert [(item.seq, item.output) for item in steps()] == before
+    assert [(item.seq, item.output) for item in steps("conv-1")] == before

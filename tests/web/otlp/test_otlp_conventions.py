@@ -1,0 +1,203 @@
+"""The receiver's other conventions (docs/otlp.md): OpenInference's spans, Codex's and
+Claude Code's log events, a conversation found through its trace, and blob references an
+agent already made (`blobviewer.blob_ids`)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from opentelemetry import trace
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from blobviewer.data_dir import blob_store
+from blobviewer.ingest.rows import promoted_blob_id
+from blobviewer.models import BlobRef, Session
+from blobviewer.otlp.receiving import conversation_session
+from core.content import Text
+from core.store.blob_id import new_blob_id
+from web.otlp.otlp_requests import BIG, SECOND, T0, as_otlp_json, post, steps
+
+
+def spans_of(*specs: tuple[str, int, int, dict[str, Any]]) -> list[ReadableSpan]:
+    """Spans (name, start second, end second, attributes), one trace, in that order."""
+    memory = InMemorySpanExporter()
+    provider = TracerProvider(resource=Resource.create({"service.name": "agent"}))
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    tracer = provider.get_tracer("test")
+    root = tracer.start_span("root", start_time=T0)
+    with trace.use_span(root, end_on_exit=False):
+        for name, start, end, attributes in specs:
+            span = tracer.start_span(name, start_time=T0 + start * SECOND, attributes=attributes)
+            span.end(end_time=T0 + end * SECOND)
+    root.end(end_time=T0 + 10 * SECOND)
+    return list(memory.get_finished_spans())
+
+
+@pytest.mark.django_db
+def test_openinference_llm_and_tool_spans(client, api_token, data_dir):
+    session = {"session.id": "oi-session"}
+    spans = spans_of(
+        (
+            "ChatOpenAI",
+            0,
+            1,
+            {
+                **session,
+                "openinference.span.kind": "LLM",
+                "llm.model_name": "gpt-4o-mini",
+                "llm.token_count.prompt": 321,
+                "llm.token_count.completion": 12,
+                "llm.input_messages.0.message.role": "system",
+                "llm.input_messages.0.message.content": "Be brief.",
+                "llm.input_messages.1.message.role": "user",
+                "llm.input_messages.1.message.content": "List the files.",
+                "llm.output_messages.0.message.role": "assistant",
+                "llm.output_messages.0.message.content": "Listing them.",
+            },
+        ),
+        (
+            "list_files",
+            2,
+            3,
+            {
+                **session,
+                "openinference.span.kind": "TOOL",
+                "tool.name": "list_files",
+                "input.value": '{"path": "."}',
+                "output.value": BIG,
+            },
+        ),
+    )
+    assert post(client, as_otlp_json(spans), api_token[1]).status_code == 200
+    items = steps("oi-session")
+    assert [(item.type, item.tool) for item in items] == [
+        ("user", ""),
+        ("assistant", ""),
+        ("assistant", ""),
+        ("tool_result", "list_files"),
+    ]
+    user, turn, call, result = items
+    assert user.text == "List the files."
+    assert (turn.text, turn.input_tokens, turn.output_tokens) == ("Listing them.", 321, 12)
+    assert call.tool_calls[0]["name"] == "list_files"
+    assert call.tool_calls[0]["arguments"] == {"path": "."}
+    assert blob_store().load_sync(promoted_blob_id(result)) == Text(BIG)
+    assert Session.objects.get(id=conversation_session("oi-session")).model == "gpt-4o-mini"
+
+
+@pytest.mark.django_db
+def test_spans_of_a_trace_that_names_its_conversation_once_join_it(client, api_token, data_dir):
+    spans = spans_of(
+        ("chat", 0, 1, {"gen_ai.operation.name": "chat", "gen_ai.conversation.id": "c-7"}),
+        (
+            "execute_tool ls",
+            2,
+            3,
+            {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "ls"},
+        ),
+    )
+    assert post(client, as_otlp_json(spans), api_token[1]).status_code == 200
+    assert [item.type for item in steps("c-7")] == ["assistant", "assistant", "tool_result"]
+
+
+@pytest.mark.django_db
+def test_a_blob_an_agent_already_stored_is_linked(client, api_token, data_dir):
+    blob_id = new_blob_id()
+    blob_store().put_sync(blob_id, Text("stored by the agent\n" * 100))
+    spans = spans_of(
+        (
+            "execute_tool grep",
+            0,
+            1,
+            {
+                "gen_ai.conversation.id": "c-blob",
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": "grep",
+                "gen_ai.tool.call.result": "3 matches, kept whole in the blob",
+                "blobviewer.blob_ids": [str(blob_id)],
+            },
+        ),
+    )
+    assert post(client, as_otlp_json(spans), api_token[1]).status_code == 200
+    result = steps("c-blob")[-1]
+    assert result.output == f"3 matches, kept whole in the blob\n[blob:{blob_id}]"
+    assert BlobRef.objects.filter(item=result, blob_id=blob_id).exists()
+
+
+def logs_body(conversation_attribute: str, event: str, **attributes: Any) -> bytes:
+    """An OTLP/JSON logs request of one event, as Codex and Claude Code send them."""
+    values = {conversation_attribute: "run-42", "event.name": event, **attributes}
+    record = {
+        "timeUnixNano": str(T0),
+        "body": {"stringValue": event},
+        "attributes": [
+            {"key": key, "value": {"stringValue": value}} for key, value in values.items()
+        ],
+    }
+    document = {
+        "resourceLogs": [
+            {
+                "resource": {
+                    "attributes": [{"key": "service.name", "value": {"stringValue": "codex"}}]
+                },
+                "scopeLogs": [{"scope": {"name": "codex"}, "logRecords": [record]}],
+            }
+        ]
+    }
+    return json.dumps(document).encode()
+
+
+def post_logs(client: Any, body: bytes, secret: str) -> Any:
+    return client.post(
+        "/v1/logs",
+        data=body,
+        content_type="application/json",
+        headers={"Authorization": f"Bearer {secret}"},
+    )
+
+
+@pytest.mark.django_db
+def test_a_codex_tool_result_event_with_its_output(client, api_token, data_dir):
+    body = logs_body(
+        "conversation.id",
+        "codex.tool_result",
+        tool_name="shell",
+        call_id="call_9",
+        arguments='{"command": ["ls"]}',
+        output=BIG,
+        success="true",
+    )
+    response = post_logs(client, body, api_token[1])
+    assert response.status_code == 200, response.content
+    assert json.loads(response.content) == {}
+    call, result = steps("run-42")
+    assert call.tool_calls == [{"id": "call_9", "name": "shell", "arguments": {"command": ["ls"]}}]
+    assert (result.tool, result.call_id, result.is_error) == ("shell", "call_9", False)
+    assert blob_store().load_sync(promoted_blob_id(result)) == Text(BIG)
+    # The same event again adds nothing.
+    assert post_logs(client, body, api_token[1]).status_code == 200
+    assert len(steps("run-42")) == 2
+
+
+@pytest.mark.django_db
+def test_a_claude_code_tool_result_without_its_content_says_so(client, api_token, data_dir):
+    body = logs_body(
+        "session.id",
+        "claude_code.tool_result",
+        tool_name="Bash",
+        success="false",
+        tool_result_size_bytes="5120",
+        error="exit code 2",
+    )
+    assert post_logs(client, body, api_token[1]).status_code == 200
+    _, result = steps("run-42")
+    assert result.is_error
+    assert result.output == (
+        "(output not sent: 5120 bytes; the agent sends it with OTEL_LOG_TOOL_CONTENT=1)\n"
+        "exit code 2"
+    )
