@@ -7,7 +7,7 @@ token's user: promotion, redaction, search and facts as for every session.
 A conversation's items are in time order. Spans that arrive after later ones were
 recorded (another batch, another process) re-derive the session's items in that order:
 its items are numbered again, and the outputs they promoted are promoted again
-(docs/otlp.md#order).
+(docs/otlp.md#order-and-rebuilds).
 """
 
 from __future__ import annotations
