@@ -68,10 +68,10 @@ class StoredOutput:
 LineSource = TextOutput | StoredOutput
 
 
-class Line(NamedTuple):
+class ComparedLine(NamedTuple):
     """One line as compared: its text (cut at LINE_BYTES), its whole size in UTF-8 bytes,
     and for a cut line a digest of all its bytes. Two lines are the same line exactly
-    when their Line tuples are equal."""
+    when their ComparedLine tuples are equal."""
 
     text: str
     size: int
@@ -93,19 +93,19 @@ class OpenedLines:
         self.index = index  # the text index a stored output is read through
         self.line_count = len(lines) if lines is not None else index.line_count  # type: ignore[union-attr]
 
-    def lines(self, first: int) -> Iterator[Line]:
+    def lines(self, first: int) -> Iterator[ComparedLine]:
         """Lines *first*.. (1-based) to the end, read as they are taken."""
         if self._lines is not None:
             return (_line_of(text) for text in islice(self._lines, max(first - 1, 0), None))
         assert self.index is not None
         return self._indexed(self.index, max(first, 1))
 
-    def _indexed(self, index: TextIndex, first: int) -> Iterator[Line]:
+    def _indexed(self, index: TextIndex, first: int) -> Iterator[ComparedLine]:
         for line in index.iter_lines(first, index.line_count, max_line_bytes=LINE_BYTES):
             if line.cut:
-                yield Line(line.text, line.size, _digest_at(index, line.number, line.size))
+                yield ComparedLine(line.text, line.size, _digest_at(index, line.number, line.size))
             else:
-                yield Line(line.text, line.size, None)
+                yield ComparedLine(line.text, line.size, None)
 
     def close(self) -> None:
         if self.index is not None:
@@ -200,14 +200,14 @@ def _raw_index(store: BlobStore, blob_id: BlobId | str) -> TextIndex:
         raise
 
 
-def _line_of(text: str) -> Line:
+def _line_of(text: str) -> ComparedLine:
     """A line held in memory, as a stored one with the same bytes is read."""
     if len(text) * 4 <= LINE_BYTES:  # short whatever its characters: no need to encode
-        return Line(text, len(text) if text.isascii() else len(encode_text(text)), None)
+        return ComparedLine(text, len(text) if text.isascii() else len(encode_text(text)), None)
     data = encode_text(text)
     if len(data) <= LINE_BYTES:
-        return Line(text, len(data), None)
-    return Line(decode_text(cut_utf8(data, LINE_BYTES)), len(data), _digest(data))
+        return ComparedLine(text, len(data), None)
+    return ComparedLine(decode_text(cut_utf8(data, LINE_BYTES)), len(data), _digest(data))
 
 
 def _digest(data: bytes) -> bytes:
