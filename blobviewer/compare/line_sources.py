@@ -231,20 +231,19 @@ def _digest_at(index: TextIndex, number: int, size: int) -> bytes:
 def equal_lines_by_bytes(a: OpenedLines, b: OpenedLines, a_first: int, b_first: int) -> int:
     """How many lines from line *a_first* of *a* and *b_first* of *b* on are the same
     bytes, found by comparing blocks of both blobs (C-speed, a block at a time) rather
-    than line by line; 0 unless both are read through a text index. Lines counted are
-    whole lines (each ends with a newline before the first differing byte), so they are
-    the same lines; the lines after them are compared one by one."""
+    than line by line, and counted by the text index (the newlines before the first
+    differing byte); 0 unless both are read through a text index. They are whole lines
+    (each ends before that byte), so the same lines; those after are compared one by one."""
     if a.index is None or b.index is None:
         return 0
-    a_at, b_at = a.index.line_start(a_first), b.index.line_start(b_first)
-    same_lines = 0
+    start = a.index.line_start(a_first)
+    a_at, b_at = start, b.index.line_start(b_first)
     block = _FIRST_COMPARE_BLOCK
     while True:
         a_block, b_block = a.index.blob.read(a_at, block), b.index.blob.read(b_at, block)
         if a_block != b_block or not a_block:
-            same = _common_prefix(a_block, b_block)
-            return same_lines + a_block.count(b"\n", 0, same)
-        same_lines += a_block.count(b"\n")
+            differs_at = a_at + _common_prefix(a_block, b_block)
+            return a.index.newlines_before(differs_at) - a.index.newlines_before(start)
         a_at += len(a_block)
         b_at += len(b_block)
         block = min(block * 2, _MAX_COMPARE_BLOCK)
