@@ -31,7 +31,7 @@ from typing import Literal, NamedTuple
 from core.content import Structured, cut_utf8, decode_text, encode_text
 from core.json_values import JsonError, dumps_indented, parse_json
 from core.lines import split_lines
-from core.store import BlobNotFound, BlobStat, BlobStore
+from core.store import BlobCorrupt, BlobNotFound, BlobStat, BlobStore
 from core.store.blob_id import BlobId
 from core.store.index import TextIndex, open_index
 from core.store.index.index_file import KIND_TEXT, BytesReader, read_header
@@ -91,7 +91,7 @@ class OpenedLines:
         self.view = view
         self._lines = lines
         self.index = index  # the text index a stored output is read through
-        self.line_count = len(lines) if lines is not None else index.line_count  # type: ignore[union-attr]
+        self.line_count = len(lines) if lines is not None else index.line_count if index else 0
 
     def lines(self, first: int) -> Iterator[ComparedLine]:
         """Lines *first*.. (1-based) to the end, read as they are taken."""
@@ -101,11 +101,16 @@ class OpenedLines:
         return self._indexed(self.index, max(first, 1))
 
     def _indexed(self, index: TextIndex, first: int) -> Iterator[ComparedLine]:
-        for line in index.iter_lines(first, index.line_count, max_line_bytes=LINE_BYTES):
-            if line.cut:
-                yield ComparedLine(line.text, line.size, _digest_at(index, line.number, line.size))
-            else:
-                yield ComparedLine(line.text, line.size, None)
+        lines = index.iter_lines(first, index.line_count, max_line_bytes=LINE_BYTES)
+        try:
+            for line in lines:
+                if not line.cut:
+                    yield ComparedLine(line.text, line.size, None)
+                    continue
+                digest = _digest_at(index, line.number, line.size)
+                yield ComparedLine(line.text, line.size, digest)
+        except UnicodeDecodeError as error:
+            raise BlobCorrupt(f"a stored output is not UTF-8 text: {error.reason}") from None
 
     def close(self) -> None:
         if self.index is not None:

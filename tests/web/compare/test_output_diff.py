@@ -21,7 +21,7 @@ from blobviewer.compare.line_sources import (
 from blobviewer.compare.output_diff import SHOWN_CHARS, DiffPage, HunkLine, output_diff
 from core.content import Structured, Text
 from core.json_values import dumps_for_storage, dumps_indented
-from core.store import FsBlobStore
+from core.store import BlobCorrupt, FsBlobStore
 
 
 @pytest.fixture
@@ -199,6 +199,13 @@ def test_long_lines_are_shown_cut_and_compared_whole(store: FsBlobStore) -> None
         assert removed.cut and len(removed.text) == SHOWN_CHARS
         assert removed.size == len(start) + 6 and added.kind == "added"
     assert output_diff(TextOutput(a), StoredOutput(store, ids[0])).identical
+
+
+def test_a_stored_text_that_is_not_utf8_is_a_corrupt_blob(store: FsBlobStore) -> None:
+    blob_id = uuid.uuid4()
+    store.put_stream_sync(blob_id, "text", [b"fine\n\xff\xfe broken\n"])
+    with pytest.raises(BlobCorrupt, match="not UTF-8"):
+        output_diff(StoredOutput(store, blob_id), TextOutput("fine\nother\n"))
 
 
 # -- windows and pages ---------------------------------------------------------------------
