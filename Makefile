@@ -65,6 +65,7 @@ bench: venv node
 	$(PY) bench/store_bench.py
 	$(PY) bench/peer_bench.py
 	$(PY) bench/search_bench.py
+	$(PY) bench/compare_bench.py
 
 lint: venv
 	$(VENV)/bin/ruff check .

@@ -8,7 +8,7 @@ from collections import defaultdict
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-ROOMS = ("catalog", "ingest", "otlp", "push", "reader", "search", "team", "timeline")
+ROOMS = ("catalog", "compare", "ingest", "otlp", "push", "reader", "search", "team", "timeline")
 # Django's names for its own hooks, and the importer interface every importer module
 # implements (blobviewer/ingest/importers/: `looks_like` and `load`).
 SHARED_BY_DESIGN = {"Meta", "Migration", "Command", "load", "looks_like"}

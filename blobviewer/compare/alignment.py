@@ -13,7 +13,7 @@ Two runs that share almost nothing would make that square huge, so the work is b
 2. Myers runs on what is left and gives up past MAX_EDITS unpaired steps, or once the
    whole alignment has spent WORK_BUDGET of its inner steps; it does not start when the
    keys the two parts share (counted with repeats) already leave more than MAX_EDITS
-   steps unpaired;
+   steps unpaired, and parts that share no key at all are left unpaired at once;
 3. a region Myers gave up on is cut at anchors: keys that occur once in each run's part
    of the region, the longest run of them in the same order in both (patience diff's
    anchors); each piece between two anchors is aligned again from step 1;
@@ -100,15 +100,23 @@ class _Aligner:
         ):
             suffix += 1
         a_end, b_end = a_hi - suffix, b_hi - suffix
-        if a_lo == a_end or b_lo == b_end:
+        shared = _common(xs[a_lo:a_end], ys[b_lo:b_end])
+        if shared == 0:
             self._unpaired(a_lo, a_end, b_lo, b_end)
+        elif (a_end - a_lo) + (b_end - b_lo) - 2 * shared > MAX_EDITS:
+            # At least that many steps would stay unpaired: no need to search.
+            self._cut_or_leave(a_lo, a_end, b_lo, b_end, depth=depth)
         elif (script := self._myers(a_lo, a_end, b_lo, b_end)) is not None:
             self.pairs.extend(script)
-        elif depth < MAX_DEPTH:
-            self._anchored(a_lo, a_end, b_lo, b_end, depth=depth + 1)
         else:
-            self._unpaired(a_lo, a_end, b_lo, b_end)
+            self._cut_or_leave(a_lo, a_end, b_lo, b_end, depth=depth)
         self.pairs.extend(zip(range(a_end, a_hi), range(b_end, b_hi), strict=True))
+
+    def _cut_or_leave(self, a_lo: int, a_hi: int, b_lo: int, b_hi: int, *, depth: int) -> None:
+        if depth < MAX_DEPTH:
+            self._anchored(a_lo, a_hi, b_lo, b_hi, depth=depth + 1)
+        else:
+            self._unpaired(a_lo, a_hi, b_lo, b_hi)
 
     def _unpaired(self, a_lo: int, a_hi: int, b_lo: int, b_hi: int) -> None:
         self.pairs.extend((i, None) for i in range(a_lo, a_hi))
@@ -132,8 +140,6 @@ class _Aligner:
         MAX_EDITS unpaired steps or more work than the budget has left."""
         xs, ys = self.xs, self.ys
         n, m = a_hi - a_lo, b_hi - b_lo
-        if n + m - 2 * _common(xs[a_lo:a_hi], ys[b_lo:b_hi]) > MAX_EDITS:
-            return None  # at least that many steps would stay unpaired: no need to search
         limit = min(MAX_EDITS, n + m)
         offset = limit + 1
         furthest = [0] * (2 * limit + 3)  # furthest x reached on each diagonal k = x - y

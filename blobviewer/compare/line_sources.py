@@ -31,7 +31,7 @@ from typing import Literal, NamedTuple
 from core.content import Structured, cut_utf8, decode_text, encode_text
 from core.json_values import JsonError, dumps_indented, parse_json
 from core.lines import split_lines
-from core.store import BlobNotFound, BlobStat, BlobStore
+from core.store import BlobCorrupt, BlobNotFound, BlobStat, BlobStore
 from core.store.blob_id import BlobId
 from core.store.index import TextIndex, open_index
 from core.store.index.index_file import KIND_TEXT, BytesReader, read_header
@@ -68,10 +68,10 @@ class StoredOutput:
 LineSource = TextOutput | StoredOutput
 
 
-class Line(NamedTuple):
+class ComparedLine(NamedTuple):
     """One line as compared: its text (cut at LINE_BYTES), its whole size in UTF-8 bytes,
     and for a cut line a digest of all its bytes. Two lines are the same line exactly
-    when their Line tuples are equal."""
+    when their ComparedLine tuples are equal."""
 
     text: str
     size: int
@@ -91,21 +91,26 @@ class OpenedLines:
         self.view = view
         self._lines = lines
         self.index = index  # the text index a stored output is read through
-        self.line_count = len(lines) if lines is not None else index.line_count  # type: ignore[union-attr]
+        self.line_count = len(lines) if lines is not None else index.line_count if index else 0
 
-    def lines(self, first: int) -> Iterator[Line]:
+    def lines(self, first: int) -> Iterator[ComparedLine]:
         """Lines *first*.. (1-based) to the end, read as they are taken."""
         if self._lines is not None:
             return (_line_of(text) for text in islice(self._lines, max(first - 1, 0), None))
         assert self.index is not None
         return self._indexed(self.index, max(first, 1))
 
-    def _indexed(self, index: TextIndex, first: int) -> Iterator[Line]:
-        for line in index.iter_lines(first, index.line_count, max_line_bytes=LINE_BYTES):
-            if line.cut:
-                yield Line(line.text, line.size, _digest_at(index, line.number, line.size))
-            else:
-                yield Line(line.text, line.size, None)
+    def _indexed(self, index: TextIndex, first: int) -> Iterator[ComparedLine]:
+        lines = index.iter_lines(first, index.line_count, max_line_bytes=LINE_BYTES)
+        try:
+            for line in lines:
+                if not line.cut:
+                    yield ComparedLine(line.text, line.size, None)
+                    continue
+                digest = _digest_at(index, line.number, line.size)
+                yield ComparedLine(line.text, line.size, digest)
+        except UnicodeDecodeError as error:
+            raise BlobCorrupt(f"a stored output is not UTF-8 text: {error.reason}") from None
 
     def close(self) -> None:
         if self.index is not None:
@@ -200,14 +205,14 @@ def _raw_index(store: BlobStore, blob_id: BlobId | str) -> TextIndex:
         raise
 
 
-def _line_of(text: str) -> Line:
+def _line_of(text: str) -> ComparedLine:
     """A line held in memory, as a stored one with the same bytes is read."""
     if len(text) * 4 <= LINE_BYTES:  # short whatever its characters: no need to encode
-        return Line(text, len(text) if text.isascii() else len(encode_text(text)), None)
+        return ComparedLine(text, len(text) if text.isascii() else len(encode_text(text)), None)
     data = encode_text(text)
     if len(data) <= LINE_BYTES:
-        return Line(text, len(data), None)
-    return Line(decode_text(cut_utf8(data, LINE_BYTES)), len(data), _digest(data))
+        return ComparedLine(text, len(data), None)
+    return ComparedLine(decode_text(cut_utf8(data, LINE_BYTES)), len(data), _digest(data))
 
 
 def _digest(data: bytes) -> bytes:
@@ -231,20 +236,19 @@ def _digest_at(index: TextIndex, number: int, size: int) -> bytes:
 def equal_lines_by_bytes(a: OpenedLines, b: OpenedLines, a_first: int, b_first: int) -> int:
     """How many lines from line *a_first* of *a* and *b_first* of *b* on are the same
     bytes, found by comparing blocks of both blobs (C-speed, a block at a time) rather
-    than line by line; 0 unless both are read through a text index. Lines counted are
-    whole lines (each ends with a newline before the first differing byte), so they are
-    the same lines; the lines after them are compared one by one."""
+    than line by line, and counted by the text index (the newlines before the first
+    differing byte); 0 unless both are read through a text index. They are whole lines
+    (each ends before that byte), so the same lines; those after are compared one by one."""
     if a.index is None or b.index is None:
         return 0
-    a_at, b_at = a.index.line_start(a_first), b.index.line_start(b_first)
-    same_lines = 0
+    start = a.index.line_start(a_first)
+    a_at, b_at = start, b.index.line_start(b_first)
     block = _FIRST_COMPARE_BLOCK
     while True:
         a_block, b_block = a.index.blob.read(a_at, block), b.index.blob.read(b_at, block)
         if a_block != b_block or not a_block:
-            same = _common_prefix(a_block, b_block)
-            return same_lines + a_block.count(b"\n", 0, same)
-        same_lines += a_block.count(b"\n")
+            differs_at = a_at + _common_prefix(a_block, b_block)
+            return a.index.newlines_before(differs_at) - a.index.newlines_before(start)
         a_at += len(a_block)
         b_at += len(b_block)
         block = min(block * 2, _MAX_COMPARE_BLOCK)

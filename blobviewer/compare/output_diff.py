@@ -27,7 +27,7 @@ from itertools import islice, zip_longest
 from typing import Literal
 
 from blobviewer.compare.line_sources import (
-    Line,
+    ComparedLine,
     LineSource,
     OpenedLines,
     View,
@@ -48,7 +48,7 @@ Opcode = tuple[Literal["replace", "delete", "insert", "equal"], int, int, int, i
 
 
 @dataclass(frozen=True, slots=True)
-class DiffLine:
+class HunkLine:
     """One line of a hunk: *kind*, its line number in A (None for an added line) and in
     B (None for a removed one), its *text* (cut to SHOWN_CHARS characters when *cut*),
     and the whole line's *size* in UTF-8 bytes."""
@@ -70,7 +70,7 @@ class DiffHunk:
     a_count: int
     b_start: int
     b_count: int
-    lines: list[DiffLine]
+    lines: list[HunkLine]
 
     @property
     def header(self) -> str:
@@ -181,7 +181,7 @@ def _window(
     return hunks, (a_first + stop[0], b_first + stop[1]), False
 
 
-def _opcodes(a_part: list[Line], b_part: list[Line], before: int) -> list[Opcode]:
+def _opcodes(a_part: list[ComparedLine], b_part: list[ComparedLine], before: int) -> list[Opcode]:
     """difflib's opcodes for the window, whose first *before* lines are known to be the
     same on both sides: they are kept paired (difflib, looking for its longest match
     first, could pair them otherwise, and the page before showed them paired)."""
@@ -222,21 +222,25 @@ class _Budget:
     def spent(self) -> bool:
         return self.changed and (self.lines >= SHOWN_LINES or self.bytes >= SHOWN_BYTES)
 
-    def take(self, line: DiffLine) -> None:
+    def take(self, line: HunkLine) -> None:
         self.lines += 1
         self.bytes += len(html.escape(line.text).encode("utf-8", "surrogatepass"))
         self.changed = self.changed or line.kind != "context"
 
 
 def _hunks(
-    codes: list[Opcode], a_part: list[Line], b_part: list[Line], a_first: int, b_first: int
+    codes: list[Opcode],
+    a_part: list[ComparedLine],
+    b_part: list[ComparedLine],
+    a_first: int,
+    b_first: int,
 ) -> tuple[list[DiffHunk], tuple[int, int] | None]:
     """The hunks of *codes* as a unified diff groups them, and the window positions where
     the page stopped when what it shows reached its limits (else None)."""
     hunks: list[DiffHunk] = []
     budget = _Budget()
     for group in _grouped(codes, CONTEXT):
-        lines: list[DiffLine] = []
+        lines: list[HunkLine] = []
         a_start, b_start = a_first + group[0][1], b_first + group[0][3]
         for tag, a_lo, a_hi, b_lo, b_hi in group:
             for kind, i, j in _lines_of(tag, a_lo, a_hi, b_lo, b_hi):
@@ -267,16 +271,16 @@ def _lines_of(
 
 def _shown(
     kind: Kind,
-    a_part: list[Line],
-    b_part: list[Line],
+    a_part: list[ComparedLine],
+    b_part: list[ComparedLine],
     i: int | None,
     j: int | None,
     a_first: int,
     b_first: int,
-) -> DiffLine:
+) -> HunkLine:
     line = a_part[i] if i is not None else b_part[j]  # type: ignore[index]
     text = line.text[:SHOWN_CHARS]
-    return DiffLine(
+    return HunkLine(
         kind,
         None if i is None else a_first + i,
         None if j is None else b_first + j,
@@ -286,7 +290,7 @@ def _shown(
     )
 
 
-def _hunk(lines: list[DiffLine], a_start: int, b_start: int) -> DiffHunk:
+def _hunk(lines: list[HunkLine], a_start: int, b_start: int) -> DiffHunk:
     a_count = sum(1 for line in lines if line.a_number is not None)
     b_count = sum(1 for line in lines if line.b_number is not None)
     return DiffHunk(a_start, a_count, b_start, b_count, lines)

@@ -28,7 +28,7 @@ DIFF_WINDOW = 2_000
 
 
 @dataclass(frozen=True, slots=True)
-class Row:
+class PairRow:
     """One aligned pair: *number* (from 1), each side's step or None, and how they
     relate: `same` (one step, the same output), `differs` (one step, outputs differ),
     `only-a` / `only-b` (a step one run made, the other did not)."""
@@ -78,15 +78,15 @@ def compare_context(a: Session, b: Session, query: Mapping[str, str]) -> dict[st
     }
 
 
-def _row(number: int, pair: Pair, steps_a: list[RunStep], steps_b: list[RunStep]) -> Row:
+def _row(number: int, pair: Pair, steps_a: list[RunStep], steps_b: list[RunStep]) -> PairRow:
     i, j = pair
     a = steps_a[i] if i is not None else None
     b = steps_b[j] if j is not None else None
     if a is None:
-        return Row(number, a, b, "only-b")
+        return PairRow(number, a, b, "only-b")
     if b is None:
-        return Row(number, a, b, "only-a")
-    return Row(number, a, b, "same" if a.output_digest == b.output_digest else "differs")
+        return PairRow(number, a, b, "only-a")
+    return PairRow(number, a, b, "same" if a.output_digest == b.output_digest else "differs")
 
 
 def _page_number(asked: str | None, pages: int) -> int:

@@ -64,6 +64,14 @@ def test_it_reads_a_range_of_lines(tmp_path: Path) -> None:
         assert index.read_lines(500, 500) == [IndexedLine(500, "line 500", 8)]
 
 
+def test_it_counts_the_newlines_before_any_byte(tmp_path: Path) -> None:
+    text = "".join(f"line {n}\n" * (n % 3) + "x" * (n % 50) for n in range(300))
+    data = text.encode()
+    with indexed(write(tmp_path, text), block=64, group=4) as index:
+        for offset in [*range(0, len(data) + 1, 37), len(data), len(data) + 10, -5]:
+            assert index.newlines_before(offset) == data[: max(offset, 0)].count(b"\n")
+
+
 def test_a_range_past_the_end_is_empty(tmp_path: Path) -> None:
     with indexed(write(tmp_path, "a\nb\n")) as index:
         assert index.read_lines(3, 10) == []

@@ -188,6 +188,17 @@ class TextIndex:
             return self.size
         return self._after_newline(number - 1)[0]
 
+    def newlines_before(self, offset: int) -> int:
+        """How many newlines the blob holds before byte *offset* (clamped to the blob):
+        one record of the index and at most one block of the blob read, so the line that
+        holds a byte is found without reading the lines before it."""
+        offset = min(max(offset, 0), self.size)
+        block, into = divmod(offset, self.block)
+        before = self._records(self._before_at, block, 1)[0]
+        if into:
+            before += self.blob.read(block * self.block, into).count(b"\n")
+        return before
+
     def iter_lines(
         self,
         start: int,

@@ -12,11 +12,16 @@ from pathlib import Path
 import pytest
 
 from blobviewer.compare import output_diff as module
-from blobviewer.compare.line_sources import LINE_BYTES, StoredOutput, TextOutput
-from blobviewer.compare.output_diff import SHOWN_CHARS, DiffLine, DiffPage, output_diff
+from blobviewer.compare.line_sources import (
+    LINE_BYTES,
+    RENDERED_FROM_BYTES,
+    StoredOutput,
+    TextOutput,
+)
+from blobviewer.compare.output_diff import SHOWN_CHARS, DiffPage, HunkLine, output_diff
 from core.content import Structured, Text
 from core.json_values import dumps_for_storage, dumps_indented
-from core.store import FsBlobStore
+from core.store import BlobCorrupt, FsBlobStore
 
 
 @pytest.fixture
@@ -37,7 +42,7 @@ def _patched(a: list[str], pages: list[DiffPage]) -> list[str]:
     edge, is taken once): a diff that pages well rebuilds B exactly."""
     out: list[str] = []
     at = 1  # the next line of A to take
-    lines: list[DiffLine] = [line for page in pages for hunk in page.hunks for line in hunk.lines]
+    lines: list[HunkLine] = [line for page in pages for hunk in page.hunks for line in hunk.lines]
     for line in lines:
         if line.kind == "context" and line.b_number is not None and line.b_number <= len(out):
             continue
@@ -143,8 +148,8 @@ def test_a_stored_json_blob_is_diffed_indented(store: FsBlobStore) -> None:
 def test_a_big_json_blob_is_read_from_its_rendering_and_raw_without_one(
     store: FsBlobStore, tmp_path: Path
 ) -> None:
-    value = [{"n": n, "label": f"entry {n}"} for n in range(30_000)]  # over 1 MB stored
-    changed = [*value[:-1], {"n": 29_999, "label": "last"}]
+    value = [{"n": n, "label": f"entry {n}"} for n in range(50_000)]  # over 1 MB stored
+    changed = [*value[:-1], {"n": 49_999, "label": "last"}]
     ids = []
     renderings = FsBlobStore(tmp_path / "derived")
     for each in (value, changed):
@@ -152,13 +157,14 @@ def test_a_big_json_blob_is_read_from_its_rendering_and_raw_without_one(
         store.put_stream_sync(blob_id, "json", [dumps_for_storage(each)])
         renderings.put_sync(blob_id, Text(dumps_indented(each)))  # as the catalog writes it
         ids.append(blob_id)
+    assert store.size_sync(ids[0]) >= RENDERED_FROM_BYTES  # not loaded: read through its lines
     page = output_diff(
         StoredOutput(store, ids[0], renderings), StoredOutput(store, ids[1], renderings)
     )
     assert page.views == ("json", "json")
     [hunk] = page.hunks
     assert [line.text for line in hunk.lines if line.kind != "context"] == [
-        '    "label": "entry 29999"',
+        '    "label": "entry 49999"',
         '    "label": "last"',
     ]
     removed = next(line for line in hunk.lines if line.kind == "removed")
@@ -193,6 +199,13 @@ def test_long_lines_are_shown_cut_and_compared_whole(store: FsBlobStore) -> None
         assert removed.cut and len(removed.text) == SHOWN_CHARS
         assert removed.size == len(start) + 6 and added.kind == "added"
     assert output_diff(TextOutput(a), StoredOutput(store, ids[0])).identical
+
+
+def test_a_stored_text_that_is_not_utf8_is_a_corrupt_blob(store: FsBlobStore) -> None:
+    blob_id = uuid.uuid4()
+    store.put_stream_sync(blob_id, "text", [b"fine\n\xff\xfe broken\n"])
+    with pytest.raises(BlobCorrupt, match="not UTF-8"):
+        output_diff(StoredOutput(store, blob_id), TextOutput("fine\nother\n"))
 
 
 # -- windows and pages ---------------------------------------------------------------------

@@ -1,0 +1,232 @@
+"""Comparing two runs: the alignment of their steps and the diff of two big outputs,
+each against a baseline measured in the same run.
+
+    python bench/compare_bench.py [--runs 3] [--mb 100]
+
+Alignment (blobviewer.compare): both runs' step keys made (`step_key`, from tool
+arguments with paths under each run's working folder) and aligned (`align`), at 200,
+2,000 and 20,000 steps a side, for runs that are mostly the same (one step in 50 inserted,
+deleted or changed) and for runs that share almost nothing. The baseline is
+difflib.SequenceMatcher's opcodes over the same keys (no minimal script, and quadratic on
+some inputs: a reference point, not a goal). Goal: under 1 s at 20,000 steps
+a side, whatever the runs.
+
+Output diff: two text blobs of --mb MB in a real folder store that differ 50 lines
+before their end, page 0 of `output_diff` against one plain read of both files. Goal:
+at most 2x the read (the diff reads both once, a block at a time, compares the
+blocks, then reads a window; 1.3-1.7x measured on a busy 2-core machine).
+
+Rows are made by the functions in ROWS; each returns Row tuples. The compare page's row
+(the page of two 2,000-step runs against the session page of one, goal <= 2x) is to be
+added there as a function of its own.
+
+Best of --runs runs. Exits 1 when a goal is missed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import random
+import shutil
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from difflib import SequenceMatcher
+from pathlib import Path
+from typing import NamedTuple
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from blobviewer.compare.alignment import align  # noqa: E402
+from blobviewer.compare.line_sources import StoredOutput  # noqa: E402
+from blobviewer.compare.output_diff import output_diff  # noqa: E402
+from blobviewer.compare.step_keys import step_key  # noqa: E402
+from core.store import FsBlobStore  # noqa: E402
+from core.store.index import open_index  # noqa: E402
+
+ALIGN_GOAL_SECONDS = 1.0
+DIFF_GOAL_RATIO = 2.0
+SIZES = (200, 2_000, 20_000)
+TOOLS = ("bash", "read_file", "write_file", "grep", "inspect")
+
+
+class Row(NamedTuple):
+    """One line of the report: what was timed, its best time, the baseline's, and the
+    goal (at most *goal_seconds*, or at most *goal_ratio* times the baseline)."""
+
+    label: str
+    seconds: float
+    baseline: float
+    goal_seconds: float | None = None
+    goal_ratio: float | None = None
+
+    def ok(self) -> bool:
+        if self.goal_seconds is not None and self.seconds >= self.goal_seconds:
+            return False
+        return self.goal_ratio is None or self.seconds <= self.goal_ratio * self.baseline
+
+
+def best(run: Callable[[], object], runs: int) -> float:
+    times = []
+    for _ in range(runs):
+        gc.collect()
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+# -- alignment ---------------------------------------------------------------------------------
+
+
+def _steps(count: int, seed: int, workdir: str) -> list[tuple[str, dict[str, object]]]:
+    """*count* steps as an agent makes them: a tool and its arguments, with paths."""
+    rng = random.Random(seed)
+    steps: list[tuple[str, dict[str, object]]] = []
+    for n in range(count):
+        tool = TOOLS[n % len(TOOLS)]
+        path = f"{workdir}/src/module_{rng.randrange(count)}.py"
+        command = f"  pytest  -q  tests/test_{n % 97}.py "  # spaced as models space them
+        steps.append((tool, {"path": path, "command": command, "n": n}))
+    return steps
+
+
+def _edited(
+    steps: list[tuple[str, dict[str, object]]], seed: int
+) -> list[tuple[str, dict[str, object]]]:
+    """The same run with one step in 50 inserted, deleted or changed."""
+    rng = random.Random(seed)
+    edited = list(steps)
+    for _ in range(len(steps) // 50):
+        at = rng.randrange(len(edited))
+        choice = rng.randrange(3)
+        if choice == 0:
+            edited.insert(at, ("bash", {"command": f"echo {rng.random()}"}))
+        elif choice == 1:
+            del edited[at]
+        else:
+            edited[at] = ("grep", {"pattern": str(rng.random())})
+    return edited
+
+
+def _keys(steps: list[tuple[str, dict[str, object]]], workdir: str) -> list[str]:
+    return [step_key(tool, arguments, workdir) for tool, arguments in steps]
+
+
+def alignment_rows(runs: int) -> Iterator[Row]:
+    for count in SIZES:
+        run_a = _steps(count, 1, "/tmp/run-a")
+        cases = {
+            "mostly equal": (_edited(_steps(count, 1, "/tmp/run-b"), 2), "/tmp/run-b"),
+            "almost nothing shared": (_steps(count, 3, "/tmp/run-b"), "/tmp/run-b"),
+        }
+        for name, (run_b, workdir_b) in cases.items():
+            keys_a, keys_b = _keys(run_a, "/tmp/run-a"), _keys(run_b, workdir_b)
+            seconds = best(
+                lambda a=run_a, b=run_b, w=workdir_b: align(_keys(a, "/tmp/run-a"), _keys(b, w)),
+                runs,
+            )
+            baseline = best(
+                lambda a=keys_a, b=keys_b: SequenceMatcher(
+                    None, a, b, autojunk=False
+                ).get_opcodes(),
+                runs,
+            )
+            yield Row(f"align {count:,} steps, {name}", seconds, baseline, ALIGN_GOAL_SECONDS)
+
+
+# -- output diff -------------------------------------------------------------------------------
+
+
+def _text_chunks(mb: int, changed: int | None) -> Iterator[bytes]:
+    """*mb* MB of 80-byte log lines, a 800 KB block at a time; line *changed* differs."""
+    per_block = 10_000
+    block = "".join(
+        f"{n:08d} INFO worker-{n % 7} processed an item status=ok".ljust(79) + "\n"
+        for n in range(per_block)
+    ).encode()
+    for number in range(mb * 2**20 // len(block)):
+        first = number * per_block
+        if changed is not None and first <= changed < first + per_block:
+            at = (changed - first) * 80
+            yield block[:at] + b"X" * 79 + block[at + 79 :]
+        else:
+            yield block
+
+
+def diff_rows(runs: int, mb: int) -> Iterator[Row]:
+    folder = Path(tempfile.mkdtemp(prefix="compare-bench-"))
+    try:
+        store = FsBlobStore(folder / "blobs")
+        lines = mb * 2**20 // (80 * 10_000) * 10_000
+        ids = []
+        for changed in (None, lines - 50):
+            blob_id = uuid.uuid4()
+            store.put_stream_sync(blob_id, "text", _text_chunks(mb, changed))
+            index = open_index(store, blob_id)  # as the store makes a big blob's index
+            assert index is not None
+            index.close()
+            ids.append(blob_id)
+        paths = [folder / "blobs" / f"{blob_id}.txt" for blob_id in ids]
+        a, b = (StoredOutput(store, blob_id) for blob_id in ids)
+        seconds = best(lambda: output_diff(a, b), runs)
+        baseline = best(lambda: [_read(path) for path in paths], runs)
+        yield Row(
+            f"output_diff, 2 x {mb} MB, differing at the end",
+            seconds,
+            baseline,
+            None,
+            DIFF_GOAL_RATIO,
+        )
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _read(path: Path) -> int:
+    """One plain read of a file, a MB at a time (what any diff must at least do)."""
+    size = 0
+    with open(path, "rb", buffering=0) as file:
+        while chunk := file.read(2**20):
+            size += len(chunk)
+    return size
+
+
+# Each function makes rows of the report; add the compare page's here.
+ROWS: list[Callable[[argparse.Namespace], Iterator[Row]]] = [
+    lambda args: alignment_rows(args.runs),
+    lambda args: diff_rows(args.runs, args.mb),
+]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=3, help="runs of each; the best counts")
+    parser.add_argument("--mb", type=int, default=100, help="size of each output diffed (MB)")
+    args = parser.parse_args()
+    print(f"compare benchmarks: python {sys.version.split()[0]}, {os.cpu_count()} CPUs;")
+    print(f"best of {args.runs} runs; ratios against the baseline in the same run\n")
+    print(f"{'':<46} {'time':>10} {'baseline':>10} {'ratio':>8}  goal")
+    missed = 0
+    for make in ROWS:
+        for row in make(args):
+            goal = (
+                f"< {row.goal_seconds:g} s"
+                if row.goal_seconds is not None
+                else f"<= {row.goal_ratio:g}x"
+            )
+            verdict = "ok" if row.ok() else "MISSES GOAL"
+            missed += not row.ok()
+            print(
+                f"{row.label:<46} {row.seconds * 1000:>7.1f} ms {row.baseline * 1000:>7.1f} ms "
+                f"{row.seconds / row.baseline:>7.2f}x  {goal:<8} {verdict}"
+            )
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
