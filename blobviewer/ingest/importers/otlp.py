@@ -341,14 +341,18 @@ def _message_text(message: Any) -> str:
 
 
 def _last_user_text(attributes: Mapping[str, Any]) -> str:
+    """The user's message a model call answers: its input's last message when that is the
+    user's ("" when it is a tool's result, as in an agent's later calls, whose input
+    repeats the history)."""
     messages = _messages(attributes.get("gen_ai.input.messages"))
-    users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
-    if users:
-        return _message_text(users[-1])
+    if messages:
+        last = messages[-1]
+        return _message_text(last) if isinstance(last, dict) and last.get("role") == "user" else ""
     roles = _indexed(attributes, "llm.input_messages", "message.role")
-    contents = _indexed(attributes, "llm.input_messages", "message.content")
-    last = [contents[i] for i in sorted(roles) if roles[i] == "user" and i in contents]
-    return str(last[-1]) if last else ""
+    if not roles or roles[max(roles)] != "user":
+        return ""
+    content = _indexed(attributes, "llm.input_messages", "message.content").get(max(roles))
+    return content if isinstance(content, str) else ""
 
 
 def _answer_text(attributes: Mapping[str, Any]) -> str:

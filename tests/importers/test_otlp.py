@@ -1,0 +1,52 @@
+"""The `otlp` importer (blobviewer/ingest/importers/otlp.py): a conversation's kept spans
+as a session, without the receiver."""
+
+from __future__ import annotations
+
+import json
+
+from blobviewer.ingest.importers.otlp import recording_of
+
+SECOND = 1_000_000_000
+
+
+def chat_span(span_id: str, start: int, messages: list[dict], answer: str) -> dict:
+    return {
+        "kind": "span",
+        "trace_id": "ab" * 16,
+        "span_id": span_id,
+        "name": "chat",
+        "start": start * SECOND,
+        "end": (start + 1) * SECOND,
+        "status": {"code": 0, "message": ""},
+        "attributes": {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.input.messages": json.dumps(messages),
+            "gen_ai.output.messages": json.dumps(
+                [{"role": "assistant", "parts": [{"type": "text", "content": answer}]}]
+            ),
+        },
+        "resource": {},
+    }
+
+
+def test_a_later_call_whose_input_ends_with_a_tool_result_adds_no_user_turn():
+    ask = {"role": "user", "parts": [{"type": "text", "content": "How many rows?"}]}
+    result = {"role": "tool", "parts": [{"type": "tool_call_response", "response": "42"}]}
+    lines = [
+        chat_span("02" * 8, 5, [ask, result], "42 rows."),
+        chat_span("01" * 8, 1, [ask], "Counting."),
+    ]
+    records = recording_of({"id": "0" * 32, "conversation": "c"}, lines).records
+    assert [(r["seq"], r["type"], r["text"]) for r in records] == [
+        (1, "user", "How many rows?"),
+        (2, "assistant", "Counting."),
+        (3, "assistant", "42 rows."),
+    ]
+
+
+def test_the_same_lines_in_any_order_make_the_same_records():
+    ask = {"role": "user", "parts": [{"type": "text", "content": "Hi"}]}
+    lines = [chat_span(f"{n:016x}", n, [ask], f"answer {n}") for n in range(5)]
+    header = {"id": "0" * 32, "conversation": "c"}
+    assert recording_of(header, lines).records == recording_of(header, lines[::-1]).records
