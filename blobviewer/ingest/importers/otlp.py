@@ -39,8 +39,7 @@ BLOB_IDS = "blobviewer.blob_ids"
 _ERROR = 2  # Status.STATUS_CODE_ERROR
 _TOOL_OPS = frozenset({"execute_tool"})
 _CHAT_OPS = frozenset({"chat", "text_completion", "generate_content"})
-_TOOL_EVENTS = frozenset({"codex.tool_result", "claude_code.tool_result"})
-_PROMPT_EVENTS = frozenset({"codex.user_prompt", "claude_code.user_prompt"})
+_AGENTS = frozenset({"codex", "claude_code"})  # the prefixes of their log events
 
 
 def looks_like(first: Any) -> bool:
@@ -218,10 +217,10 @@ _TOKENS = {
 
 def _log_items(line: Mapping[str, Any], attributes: Mapping[str, Any]) -> Iterator[dict]:
     """Codex's and Claude Code's events: a tool's result becomes a step, a prompt a turn."""
-    event = str(line.get("event") or attributes.get("event.name") or "")
+    event = _event_name(line, attributes)
     time = _time(line, "time")
     digest = _digest(line)
-    if event in _PROMPT_EVENTS:
+    if event == "user_prompt":
         prompt = attributes.get("prompt")
         if isinstance(prompt, str) and prompt:
             yield {
@@ -232,18 +231,22 @@ def _log_items(line: Mapping[str, Any], attributes: Mapping[str, Any]) -> Iterat
                 "text": prompt,
             }
         return
-    if event not in _TOOL_EVENTS:
+    if event != "tool_result":
         return
     name = str(attributes.get("tool_name") or attributes.get("tool.name") or "tool")
     call_id = str(attributes.get("call_id") or attributes.get("tool_use_id") or digest[:16])
     arguments = _first(attributes, "arguments", "tool_parameters")
     output = _first(attributes, "output", "tool_output", "result")
-    if output is None and line.get("body") not in (None, "", event):
-        output = line.get("body")
+    body = line.get("body")
+    if output is None and body not in (None, "") and not str(body).endswith(event):
+        output = body  # a body that is more than the event's name
     failed = str(attributes.get("success", "true")).lower() == "false"
     if output is None:
         output = _output_not_sent(attributes)
-    yield _call(digest, time, call_id, name, arguments)
+    # The event is sent when the tool is done: the call was its duration before.
+    duration = attributes.get("duration_ms")
+    started = time - int(duration) * 1_000_000 if str(duration).isdigit() else time
+    yield _call(digest, started, call_id, name, arguments)
     yield {
         "type": "tool_result",
         "_time": time,
@@ -254,6 +257,18 @@ def _log_items(line: Mapping[str, Any], attributes: Mapping[str, Any]) -> Iterat
         "output": _with_blob_ids(_text(output), attributes),
         "is_error": failed,
     }
+
+
+def _event_name(line: Mapping[str, Any], attributes: Mapping[str, Any]) -> str:
+    """`tool_result`, `user_prompt` or another of Codex's or Claude Code's events, from the
+    record's event name, its `event.name` or its body (Claude Code names it in the body,
+    `claude_code.tool_result`, and may leave the prefix out of `event.name`)."""
+    for name in (line.get("event"), attributes.get("event.name"), line.get("body")):
+        if isinstance(name, str) and name:
+            prefix, _, bare = name.rpartition(".")
+            if prefix in _AGENTS or (not prefix and bare in ("tool_result", "user_prompt")):
+                return bare
+    return ""
 
 
 def _output_not_sent(attributes: Mapping[str, Any]) -> str:
