@@ -21,6 +21,7 @@ from django.views.decorators.http import require_POST
 from blobviewer.ingest.errors import IngestError
 from blobviewer.otlp.decoding import JSON, LOGS, PROTOBUF, TRACES, BadBody, Signal, decode
 from blobviewer.otlp.decoding import response_body as export_response
+from blobviewer.otlp.flood import retry_after
 from blobviewer.otlp.receiving import check_owner, receive
 from blobviewer.responses import plain_text
 from blobviewer.team.ownership import NotYours
@@ -50,6 +51,11 @@ def _export(request: HttpRequest, signal: Signal) -> HttpResponse:
     token = api_token(request)
     if isinstance(token, HttpResponse):
         return token
+    per_minute = settings.BLOBVIEWER_OTLP_REQUESTS_PER_MINUTE
+    if wait := retry_after(token.token_hash, per_minute=per_minute):
+        response = _refused(f"more than {per_minute} requests a minute from this token", 429)
+        response["Retry-After"] = str(wait)
+        return response
     content_type = request.content_type
     if content_type not in (PROTOBUF, JSON):
         return _refused(

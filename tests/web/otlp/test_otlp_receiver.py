@@ -218,3 +218,15 @@ def test_a_rebuild_maps_the_kept_spans_again(client, api_token, data_dir, monkey
     )
     assert result.rebuilt and result.new_items == 0
     assert [(item.seq, item.output) for item in steps("conv-1")] == before
+
+
+@pytest.mark.django_db
+def test_a_flood_from_one_token_is_answered_429_with_retry_after(
+    client, api_token, data_dir, settings
+):
+    settings.BLOBVIEWER_OTLP_REQUESTS_PER_MINUTE = 2
+    body = as_otlp_json(genai_batch("flood"))
+    assert [post(client, body, api_token[1]).status_code for _ in range(2)] == [200, 200]
+    refused = post(client, body, api_token[1])
+    assert refused.status_code == 429
+    assert 1 <= int(refused["Retry-After"]) <= 60
