@@ -66,6 +66,7 @@ bench: venv node
 	$(PY) bench/peer_bench.py
 	$(PY) bench/search_bench.py
 	$(PY) bench/compare_bench.py
+	$(PY) bench/otlp_bench.py
 
 lint: venv
 	$(VENV)/bin/ruff check .
