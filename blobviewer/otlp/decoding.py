@@ -21,6 +21,7 @@ from typing import Any
 import orjson
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError, Message
+from google.rpc.status_pb2 import Status
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
     ExportLogsServiceRequest,
     ExportLogsServiceResponse,
@@ -103,6 +104,20 @@ def response_body(signal: Signal, decoded: Decoded, content_type: str) -> bytes:
     if content_type == PROTOBUF:
         return response.SerializeToString()
     return json_format.MessageToJson(response, indent=None).encode()
+
+
+# google.rpc.Code of each refusal's HTTP status: INVALID_ARGUMENT, PERMISSION_DENIED,
+# RESOURCE_EXHAUSTED.
+_RPC_CODES = {400: 3, 403: 7, 413: 8, 415: 3, 429: 8}
+
+
+def refusal_body(status: int, message: str, content_type: str) -> bytes:
+    """A refusal as the specification asks: a google.rpc.Status with *message*, in the
+    request's encoding."""
+    refusal = Status(code=_RPC_CODES.get(status, 2), message=message)  # 2: UNKNOWN
+    if content_type == PROTOBUF:
+        return refusal.SerializeToString()
+    return json_format.MessageToJson(refusal, indent=None).encode()
 
 
 # --- OTLP/JSON ----------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 A request is authenticated by an API token as uploads are (blobviewer.team.views), read
 whole up to the upload limit (gzip undone, bounded too), decoded (blobviewer.otlp.decoding)
 and recorded conversation by conversation (blobviewer.otlp.receiving). The answer is the
-Export…ServiceResponse in the request's encoding; refusals are one line of text.
+Export…ServiceResponse in the request's encoding, a refusal a google.rpc.Status in it.
 """
 
 from __future__ import annotations
@@ -19,7 +19,16 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
 from blobviewer.ingest.errors import IngestError
-from blobviewer.otlp.decoding import JSON, LOGS, PROTOBUF, TRACES, BadBody, Signal, decode
+from blobviewer.otlp.decoding import (
+    JSON,
+    LOGS,
+    PROTOBUF,
+    TRACES,
+    BadBody,
+    Signal,
+    decode,
+    refusal_body,
+)
 from blobviewer.otlp.decoding import response_body as export_response
 from blobviewer.otlp.flood import retry_after
 from blobviewer.otlp.receiving import check_owner, receive
@@ -51,16 +60,17 @@ def _export(request: HttpRequest, signal: Signal) -> HttpResponse:
     token = api_token(request)
     if isinstance(token, HttpResponse):
         return token
+    content_type = request.content_type
     per_minute = settings.BLOBVIEWER_OTLP_REQUESTS_PER_MINUTE
     if wait := retry_after(token.token_hash, per_minute=per_minute):
-        response = _refused(f"more than {per_minute} requests a minute from this token", 429)
+        response = _refused(
+            f"more than {per_minute} requests a minute from this token", 429, content_type
+        )
         response["Retry-After"] = str(wait)
         return response
-    content_type = request.content_type
     if content_type not in (PROTOBUF, JSON):
-        return _refused(
-            f"unsupported Content-Type {content_type or '(none)'!r}: send {PROTOBUF} or {JSON}", 415
-        )
+        said = f"unsupported Content-Type {content_type or '(none)'!r}: send {PROTOBUF} or {JSON}"
+        return _refused(said, 415, content_type)
     try:
         body = _body(request, max_bytes=settings.BLOBVIEWER_UPLOAD_MAX_BYTES)
         decoded = decode(signal, body, content_type)
@@ -69,14 +79,14 @@ def _export(request: HttpRequest, signal: Signal) -> HttpResponse:
         for key, lines in decoded.conversations.items():
             receive(key, lines, owner=token.user)
     except UploadError as error:
-        return _refused(error.message, error.status)
+        return _refused(error.message, error.status, content_type)
     except BadBody as error:
-        return _refused(str(error), 400)
+        return _refused(str(error), 400, content_type)
     except NotYours as error:
-        return _refused(str(error), 403)
+        return _refused(str(error), 403, content_type)
     except IngestError as error:
         logger.warning("OTLP export refused: %s", error)
-        return _refused(error.message, 400)
+        return _refused(error.message, 400, content_type)
     return HttpResponse(export_response(signal, decoded, content_type), content_type=content_type)
 
 
@@ -104,5 +114,10 @@ def _body(request: HttpRequest, *, max_bytes: int) -> bytes:
     return body
 
 
-def _refused(message: str, status: int) -> HttpResponse:
+def _refused(message: str, status: int, content_type: str) -> HttpResponse:
+    """A refusal: a google.rpc.Status in the request's encoding, as OTLP/HTTP asks (its
+    message is what exporters log); one line of text for a request of another type."""
+    if content_type in (PROTOBUF, JSON):
+        body = refusal_body(status, message, content_type)
+        return HttpResponse(body, content_type=content_type, status=status)
     return plain_text(message + "\n", status=status)

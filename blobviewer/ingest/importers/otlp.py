@@ -244,8 +244,8 @@ def _log_items(line: Mapping[str, Any], attributes: Mapping[str, Any]) -> Iterat
     if output is None:
         output = _output_not_sent(attributes)
     # The event is sent when the tool is done: the call was its duration before.
-    duration = attributes.get("duration_ms")
-    started = time - int(duration) * 1_000_000 if str(duration).isdigit() else time
+    duration = str(attributes.get("duration_ms", ""))
+    started = time - int(duration) * 1_000_000 if duration.isdigit() else time
     yield _call(digest, started, call_id, name, arguments)
     yield {
         "type": "tool_result",

@@ -8,6 +8,7 @@ import gzip
 import json
 
 import pytest
+from google.rpc.status_pb2 import Status as RpcStatus
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -173,6 +174,11 @@ def test_refusals(client, api_token, data_dir, django_user_model, settings):
     assert post(client, b"{not json", secret).status_code == 400
     bad_protobuf = post(client, b"\x0a\xff\xff\xff", secret, content_type="application/x-protobuf")
     assert bad_protobuf.status_code == 400
+    said = RpcStatus.FromString(
+        bad_protobuf.content
+    )  # as OTLP/HTTP asks, in the request's encoding
+    assert said.message.startswith("not an OTLP ExportTraceServiceRequest: ")
+    assert json.loads(post(client, b"[", secret).content)["message"].startswith("not an OTLP")
     assert post(client, b"{}", secret, content_type="text/plain").status_code == 415
     no_token = post(client, b"{}", None)
     assert no_token.status_code == 401
