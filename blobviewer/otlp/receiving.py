@@ -83,7 +83,8 @@ def receive(key: str, lines: list[dict[str, Any]], *, owner: AbstractBaseUser) -
             source_path=str(path),
             store=blob_store(),
             source_format=otlp.FORMAT,
-            options=IngestOptions(owner=owner, claimed_only=True),
+            # A session an older importer version mapped is mapped again, in place.
+            options=IngestOptions(owner=owner, claimed_only=True, rebuild=True),
         )
     return Received(session_id, added, result.new_items, reordered)
 

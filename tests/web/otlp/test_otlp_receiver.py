@@ -236,3 +236,18 @@ def test_a_flood_from_one_token_is_answered_429_with_retry_after(
     refused = post(client, body, api_token[1])
     assert refused.status_code == 429
     assert 1 <= int(refused["Retry-After"]) <= 60
+
+
+@pytest.mark.django_db
+def test_a_request_after_the_mapping_improved_maps_the_conversation_again(
+    client, api_token, data_dir, monkeypatch
+):
+    from blobviewer.ingest.importers import otlp
+
+    spans = genai_batch()
+    post(client, as_otlp_json(spans[:2]), api_token[1])
+    monkeypatch.setattr(otlp, "IMPORTER_VERSION", otlp.IMPORTER_VERSION + 1)
+    assert post(client, as_otlp_json(spans[2:]), api_token[1]).status_code == 200
+    assert_the_run_reads_back()
+    session = Session.objects.get(id=conversation_session("conv-1"))
+    assert session.importer_version == otlp.IMPORTER_VERSION
