@@ -5,6 +5,7 @@ agent already made (`blobviewer.blob_ids`)."""
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -201,3 +202,36 @@ def test_a_claude_code_tool_result_without_its_content_says_so(client, api_token
         "(output not sent: 5120 bytes; the agent sends it with OTEL_LOG_TOOL_CONTENT=1)\n"
         "exit code 2"
     )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_sdk_log_exporter_sends_a_codex_event(live_server, api_token, data_dir):
+    """Codex's `codex.tool_result` as the official SDK's OTLP/HTTP log exporter sends it
+    (protobuf, the event's name in the record's event_name)."""
+    from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
+    from opentelemetry.sdk._logs import LoggerProvider
+    from opentelemetry.sdk._logs.export import SimpleLogRecordProcessor
+
+    exporter = OTLPLogExporter(
+        endpoint=f"{live_server.url}/v1/logs", headers={"Authorization": f"Bearer {api_token[1]}"}
+    )
+    provider = LoggerProvider(resource=Resource.create({"service.name": "codex_exec"}))
+    provider.add_log_record_processor(SimpleLogRecordProcessor(exporter))
+    provider.get_logger("codex_otel").emit(
+        timestamp=T0,
+        event_name="codex.tool_result",
+        attributes={
+            "conversation.id": "codex-run",
+            "tool_name": "shell",
+            "call_id": "call_1",
+            "arguments": '{"command": ["pytest"]}',
+            "duration_ms": "1500",
+            "success": "false",
+            "output": "1 failed",
+        },
+    )
+    provider.force_flush()
+    call, result = steps("codex-run")
+    assert call.tool_calls[0]["arguments"] == {"command": ["pytest"]}
+    assert (result.output, result.is_error) == ("1 failed", True)
+    assert result.at - call.at == timedelta(milliseconds=1500)
