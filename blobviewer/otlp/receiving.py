@@ -6,8 +6,8 @@ token's user: promotion, redaction, search and facts as for every session.
 
 A conversation's items are in time order. Spans that arrive after later ones were
 recorded (another batch, another process) re-derive the session's items in that order:
-its items are numbered again, and the outputs they promoted are promoted again
-(docs/otlp.md#order-and-rebuilds).
+its items are numbered again, and the outputs they promoted are promoted again, each old
+blob replaced by its new one (docs/otlp.md#order-and-rebuilds).
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ from blobviewer.data_dir import blob_store, data_dir
 from blobviewer.ingest.importers import otlp
 from blobviewer.ingest.importers.recording import IMPORT_NAMESPACE, Recording
 from blobviewer.ingest.options import IngestOptions
-from blobviewer.ingest.rows import with_digests
+from blobviewer.ingest.rows import promoted_blob_id, with_digests
 from blobviewer.ingest.sessions import ingest_session
-from blobviewer.models import Item, Session
+from blobviewer.models import Blob, Item, Session
 from blobviewer.team.ownership import NotYours, claim_session
 
 
@@ -75,6 +75,7 @@ def receive(key: str, lines: list[dict[str, Any]], *, owner: AbstractBaseUser) -
         added = _append_new(path, session_id, key, lines)
         recording = otlp.load(path)
         reordered = not _continues(session_id, recording)
+        old_blobs = _promoted_blobs(session_id) if reordered else {}
         if reordered:
             Item.objects.filter(session_id=session_id).delete()
         result = ingest_session(
@@ -86,7 +87,25 @@ def receive(key: str, lines: list[dict[str, Any]], *, owner: AbstractBaseUser) -
             # A session an older importer version mapped is mapped again, in place.
             options=IngestOptions(owner=owner, claimed_only=True, rebuild=True),
         )
+        if old_blobs:
+            _mark_replaced(old_blobs, _promoted_blobs(session_id))
     return Received(session_id, added, result.new_items, reordered)
+
+
+def _promoted_blobs(session_id: uuid.UUID) -> dict[str, uuid.UUID]:
+    """The blob each of the session's promoted tool outputs went to, by item digest."""
+    outputs = Item.objects.filter(session_id=session_id, type=Item.Type.TOOL_RESULT).only(
+        "pk", "seq", "type", "tool", "output", "digest"
+    )
+    return {item.digest: blob for item in outputs if (blob := promoted_blob_id(item))}
+
+
+def _mark_replaced(old: dict[str, uuid.UUID], new: dict[str, uuid.UUID]) -> None:
+    """A re-derived output promoted again replaces its old blob, as a rebuild's does: links
+    to the old blob, share links too, lead to the new one."""
+    for digest, old_blob in old.items():
+        if (new_blob := new.get(digest)) is not None and new_blob != old_blob:
+            Blob.objects.filter(pk=old_blob).update(replaced_by_id=new_blob)
 
 
 def _append_new(path: Path, session_id: uuid.UUID, key: str, lines: list[dict[str, Any]]) -> int:

@@ -19,7 +19,7 @@ from opentelemetry.trace import Status, StatusCode
 from blobviewer.data_dir import blob_store
 from blobviewer.ingest.rows import promoted_blob_id
 from blobviewer.ingest.sessions import ingest_file
-from blobviewer.models import ApiToken, Session
+from blobviewer.models import ApiToken, Blob, Session
 from blobviewer.otlp.receiving import conversation_session, kept_path
 from core.content import Text
 from web.otlp.otlp_requests import BIG, SECOND, T0, as_otlp_json, post, steps
@@ -150,6 +150,10 @@ def test_spans_out_of_order_and_sent_again_make_one_run_in_time_order(client, ap
     for span in reversed(spans):  # the agent span first, the chat turn last
         assert post(client, as_otlp_json([span]), api_token[1]).status_code == 200
     assert_the_run_reads_back()
+    # The 2 MB output was promoted before the chat turn came; promoted again since, the old
+    # blob leads to the new one.
+    now = promoted_blob_id(steps("conv-1")[3])
+    assert list(Blob.objects.exclude(pk=now).values_list("replaced_by_id", flat=True)) == [now]
     # Everything again, in one batch: nothing doubles, nothing is promoted again.
     blobs = set(blob_store().ids_sync())
     assert post(client, as_otlp_json(spans), api_token[1]).status_code == 200
