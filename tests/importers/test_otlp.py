@@ -50,3 +50,36 @@ def test_the_same_lines_in_any_order_make_the_same_records():
     lines = [chat_span(f"{n:016x}", n, [ask], f"answer {n}") for n in range(5)]
     header = {"id": "0" * 32, "conversation": "c"}
     assert recording_of(header, lines).records == recording_of(header, lines[::-1]).records
+
+
+def test_messages_in_their_event_form():
+    line = chat_span("03" * 8, 1, [], "")
+    line["attributes"] = {"gen_ai.operation.name": "chat"}
+    line["events"] = [
+        {"name": "gen_ai.user.message", "time": 0, "attributes": {"content": "Hello?"}},
+        {
+            "name": "gen_ai.choice",
+            "time": 0,
+            "attributes": {"message": json.dumps({"role": "assistant", "content": "Hi."})},
+        },
+    ]
+    records = recording_of({"id": "0" * 32, "conversation": "c"}, [line]).records
+    assert [(r["type"], r["text"]) for r in records] == [("user", "Hello?"), ("assistant", "Hi.")]
+
+
+def test_the_inference_details_event_holds_the_messages():
+    line = chat_span("04" * 8, 1, [], "")
+    details = {
+        "gen_ai.input.messages": json.dumps(
+            [{"role": "user", "parts": [{"type": "text", "content": "Q"}]}]
+        ),
+        "gen_ai.output.messages": json.dumps(
+            [{"role": "assistant", "parts": [{"type": "text", "content": "A"}]}]
+        ),
+    }
+    line["attributes"] = {"gen_ai.operation.name": "chat"}
+    line["events"] = [
+        {"name": "gen_ai.client.inference.operation.details", "time": 0, "attributes": details}
+    ]
+    records = recording_of({"id": "0" * 32, "conversation": "c"}, [line]).records
+    assert [(r["type"], r["text"]) for r in records] == [("user", "Q"), ("assistant", "A")]

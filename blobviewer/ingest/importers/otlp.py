@@ -181,6 +181,7 @@ def _chat_items(
         or ""
     )
     about.model = about.model or model
+    attributes = {**_event_messages(line), **attributes}
     digest = _digest(line)
     if prompt := _last_user_text(attributes):
         yield {
@@ -353,6 +354,31 @@ def _message_text(message: Any) -> str:
         return "\n".join(text for text in texts if isinstance(text, str))
     content = message.get("content")
     return content if isinstance(content, str) else ""
+
+
+def _event_messages(line: Mapping[str, Any]) -> dict[str, Any]:
+    """The messages of a model call in their event form, as the attributes they are in the
+    span form: the `gen_ai.client.inference.operation.details` event's, or the older
+    `gen_ai.user.message` and `gen_ai.choice` events' (`content`, `message`)."""
+    found: dict[str, Any] = {}
+    users, choices = [], []
+    for event in line.get("events") or ():
+        name, attributes = event.get("name"), event.get("attributes") or {}
+        if name == "gen_ai.client.inference.operation.details":
+            found.update(attributes)
+        elif name == "gen_ai.user.message" and isinstance(attributes.get("content"), str):
+            users.append({"role": "user", "content": attributes["content"]})
+        elif name == "gen_ai.choice":
+            message = attributes.get("message")
+            if isinstance(message, str):  # JSON of the message; not JSON: no message
+                message = next(iter(_messages(f"[{message}]")), None)
+            if isinstance(message, dict):
+                choices.append(message)
+    if users:
+        found.setdefault("gen_ai.input.messages", users)
+    if choices:
+        found.setdefault("gen_ai.output.messages", choices)
+    return found
 
 
 def _last_user_text(attributes: Mapping[str, Any]) -> str:
