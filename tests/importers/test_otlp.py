@@ -83,3 +83,18 @@ def test_the_inference_details_event_holds_the_messages():
     ]
     records = recording_of({"id": "0" * 32, "conversation": "c"}, [line]).records
     assert [(r["type"], r["text"]) for r in records] == [("user", "Q"), ("assistant", "A")]
+
+
+def test_a_retriever_span_is_a_step_whose_output_is_its_documents():
+    line = chat_span("05" * 8, 1, [], "")
+    line["name"] = "retrieve"
+    line["attributes"] = {
+        "openinference.span.kind": "RETRIEVER",
+        "input.value": "refund policy",
+        "retrieval.documents.1.document.content": "second",
+        "retrieval.documents.0.document.content": "first",
+    }
+    call, result = recording_of({"id": "0" * 32, "conversation": "c"}, [line]).records
+    assert call["tool_calls"][0]["name"] == "retrieve"
+    assert call["tool_calls"][0]["arguments"] == "refund policy"
+    assert result["output"] == '["first","second"]'

@@ -137,7 +137,7 @@ def _items_of(line: Mapping[str, Any], about: _Session) -> Iterator[dict[str, An
         return
     operation = str(attributes.get("gen_ai.operation.name", ""))
     kind = str(attributes.get("openinference.span.kind", "")).upper()
-    if operation in _TOOL_OPS or kind == "TOOL":
+    if operation in _TOOL_OPS or kind in ("TOOL", "RETRIEVER"):
         yield from _tool_items(line, attributes)
     elif operation in _CHAT_OPS or kind == "LLM":
         yield from _chat_items(line, attributes, about)
@@ -146,11 +146,16 @@ def _items_of(line: Mapping[str, Any], about: _Session) -> Iterator[dict[str, An
 
 
 def _tool_items(line: Mapping[str, Any], attributes: Mapping[str, Any]) -> Iterator[dict]:
-    """A tool span: the call, at its start, and its output, at its end."""
+    """A tool span (or a retriever's: its documents are its output): the call, at its
+    start, and its output, at its end."""
     name = str(attributes.get("gen_ai.tool.name") or attributes.get("tool.name") or line["name"])
     call_id = str(attributes.get("gen_ai.tool.call.id") or line["span_id"])
     arguments = _first(attributes, "gen_ai.tool.call.arguments", "input.value", "tool.parameters")
     output = _first(attributes, "gen_ai.tool.call.result", "output.value")
+    if output is None and (
+        documents := _indexed(attributes, "retrieval.documents", "document.content")
+    ):
+        output = [documents[index] for index in sorted(documents)]  # a retriever's, as JSON
     status = line.get("status") or {}
     failed = status.get("code") == _ERROR
     if output is None:
