@@ -11,7 +11,6 @@ output until their diff says otherwise).
 
 from __future__ import annotations
 
-import hashlib
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -30,7 +29,8 @@ SHOWN_ARGUMENT_CHARS = 200
 @dataclass(frozen=True, slots=True)
 class RunStep:
     """One step of a run: its result's seq, tool and title, the call's arguments as far
-    as they were read, whether it failed, its output's digest and its blob (promoted)."""
+    as they were read, whether it failed, what its output is (*output_digest*: equal for
+    equal outputs) and its blob (promoted)."""
 
     seq: int
     tool: str
@@ -67,9 +67,9 @@ def run_steps(session: Session) -> list[RunStep]:
         name, arguments = calls.get(call_id, (tool, None))
         blob_id = blob_ids[seq]
         blob = blobs.get(blob_id) if blob_id is not None else None
-        digest = (
-            _digest(f"blob:{blob.size}:{blob.preview}") if blob is not None else _digest(output)
-        )
+        # What the output is: its text (at most a summary's length: promoted outputs are
+        # compared by their blob's size and preview instead).
+        digest = f"\x00blob:{blob.size}:{blob.preview}" if blob is not None else output
         steps.append(
             RunStep(
                 seq,
@@ -91,10 +91,6 @@ def _promoted(tool: str, output: str) -> uuid.UUID | None:
     values read here)."""
     match = BLOB_REF.match(output) if tool != "inspect" else None
     return uuid.UUID(match.group(1)) if match else None
-
-
-def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 def _workdir(session: Session) -> str | None:
