@@ -53,17 +53,20 @@ class RunStep:
 
 def run_steps(session: Session) -> list[RunStep]:
     """The steps of *session* in order: every tool result with its call (three queries)."""
-    calls = _calls(session)
+    connection = connections[Item.objects.db]
+    session_value = Item._meta.get_field("session").get_db_prep_value(session.pk, connection)
+    calls = _calls(connection, session_value)
     workdir = _workdir(session)
-    results = list(
-        Item.objects.filter(session=session, type=Item.Type.TOOL_RESULT)
-        .order_by("seq")
-        .values_list("seq", "call_id", "tool", "title", "is_error", "output", "received_bytes")
-    )
+    # Plain SQL, as blobviewer.timeline.skeleton reads a long session: the ORM's
+    # per-value converters would cost more than the query.
+    with connection.cursor() as cursor:
+        cursor.execute(_RESULTS_SQL.format(table=_items_table(connection)), [session_value])
+        results = cursor.fetchall()
     blob_ids = {seq: _promoted(tool, output) for seq, _, tool, _, _, output, _ in results}
     blobs = Blob.objects.in_bulk([b for b in blob_ids.values() if b is not None])
     steps = []
-    for seq, call_id, tool, title, is_error, output, received in results:
+    for seq, call_id, tool, title, error, output, received in results:
+        is_error = bool(error)
         name, arguments = calls.get(call_id, (tool, None))
         blob_id = blob_ids[seq]
         blob = blobs.get(blob_id) if blob_id is not None else None
@@ -100,14 +103,14 @@ def _workdir(session: Session) -> str | None:
     return cwd if isinstance(cwd, str) and cwd.startswith("/") else None
 
 
-def _calls(session: Session) -> dict[str, tuple[str, Any]]:
-    """Each call of *session* by its id: its tool's name and its arguments (parsed; the
+def _items_table(connection: Any) -> str:
+    return str(connection.ops.quote_name(Item._meta.db_table))
+
+
+def _calls(connection: Any, session_value: Any) -> dict[str, tuple[str, Any]]:
+    """Each call of a session by its id: its tool's name and its arguments (parsed; the
     first ARGUMENT_CHARS characters and the length of an argument longer than that)."""
-    connection = connections[Item.objects.db]
-    sql = _CALLS_SQL[connection.vendor].format(
-        table=connection.ops.quote_name(Item._meta.db_table), chars=ARGUMENT_CHARS
-    )
-    session_value = Item._meta.get_field("session").get_db_prep_value(session.pk, connection)
+    sql = _CALLS_SQL[connection.vendor].format(table=_items_table(connection), chars=ARGUMENT_CHARS)
     with connection.cursor() as cursor:
         cursor.execute(sql, [session_value])
         rows = cursor.fetchall()
@@ -130,6 +133,10 @@ def _arguments(text: str | None, length: int | None) -> Any:
         return text  # a string argument: json_extract gives it bare
 
 
+_RESULTS_SQL = """
+    SELECT seq, call_id, tool, title, is_error, output, received_bytes
+    FROM {table} WHERE session_id = %s AND type = 'tool_result' ORDER BY seq
+"""
 _CALLS_SQL = {
     "sqlite": """
         SELECT json_extract(j.value, '$.id'), json_extract(j.value, '$.name'),
