@@ -16,9 +16,12 @@ before their end, page 0 of `output_diff` against one plain read of both files. 
 at most 2x the read (the diff reads both once, a block at a time, compares the
 blocks, then reads a window; 1.3-1.7x measured on a busy 2-core machine).
 
-Rows are made by the functions in ROWS; each returns Row tuples. The compare page's row
-(the page of two 2,000-step runs against the session page of one, goal <= 2x) is to be
-added there as a function of its own.
+The compare page (page_rows): its first page for two runs of 200, 2,000 and 20,000 steps
+a side, through Django's test client, against the session page of one of them in the
+same run. Goal: at most 2x at 2,000 steps; and at every size, the page less the reading,
+keying and aligning of both runs' steps at most 2x (the rest does not grow with them).
+
+Rows are made by the functions in ROWS; each returns Row tuples.
 
 Best of --runs runs. Exits 1 when a goal is missed.
 """
@@ -197,9 +200,100 @@ def _read(path: Path) -> int:
 
 
 # Each function makes rows of the report; add the compare page's here.
+PAGE_SIZES = (200, 2_000, 20_000)
+PAGE_GOAL_RATIO = 2.0  # the compare page of two runs, against the session page of one
+
+
+def page_rows(runs: int) -> Iterator[Row]:
+    """The compare page's first page of two runs (B: A with one step in 50 left out, and
+    one in 50 given another output) against the session page of A, through Django's test
+    client on a throwaway SQLite database, at each of PAGE_SIZES steps a side. At 2,000
+    steps the goal is at most PAGE_GOAL_RATIO times the session page; at every size, the
+    page beyond reading, keying and aligning both runs' steps (which grows with their
+    length, as the alignment's rows above measure) must stay within that ratio too."""
+    data = Path(tempfile.mkdtemp(prefix="compare-bench-"))
+    try:
+        client, record = _site(data)
+        from blobviewer.compare.runs import run_steps
+        from blobviewer.models import Session
+
+        for steps in PAGE_SIZES:
+            a, b = record(steps)
+            compare = best(_fetch(client, f"/compare/{a}/{b}/"), runs)
+            session = best(_fetch(client, f"/sessions/{a}/"), runs)
+            runs_ab = [Session.objects.get(id=a), Session.objects.get(id=b)]
+
+            def aligned(runs_ab: list[Session] = runs_ab) -> None:
+                steps_a, steps_b = (run_steps(run) for run in runs_ab)
+                align([s.key for s in steps_a], [s.key for s in steps_b])
+
+            alignment = best(aligned, runs)
+            if steps == 2_000:
+                label = f"compare page, {steps:,} steps a side"
+                yield Row(label, compare, session, goal_ratio=PAGE_GOAL_RATIO)
+            label = f"compare page less its alignment, {steps:,} steps"
+            yield Row(label, max(compare - alignment, 1e-6), session, goal_ratio=PAGE_GOAL_RATIO)
+    finally:
+        shutil.rmtree(data, ignore_errors=True)
+
+
+def _site(data: Path) -> tuple[object, Callable[[int], tuple[str, str]]]:
+    """Django set up on a fresh data folder: a logged-in test client, and a function
+    recording two runs of *steps* steps (our own session logs, ingested)."""
+    os.environ.update(
+        BLOBVIEWER_DATA=str(data), DJANGO_SETTINGS_MODULE="blobviewer.settings", DEBUG="true"
+    )
+    os.environ.pop("DATABASE_URL", None)
+    import django
+
+    django.setup()
+    from django.contrib.auth import get_user_model
+    from django.core.management import call_command
+    from django.test import Client
+    from django.test.utils import setup_test_environment
+
+    from blobviewer.data_dir import blob_store, sessions_dir
+    from blobviewer.ingest.sessions import ingest_file
+    from core.agent.history import AssistantMessage, ToolCall, ToolResult, UserMessage
+    from core.agent.session_log import SessionLogWriter
+
+    setup_test_environment()
+    call_command("migrate", verbosity=0)
+    client = Client()
+    client.force_login(get_user_model().objects.create_user("bench", password="bench-pw-1"))
+
+    def record(steps: int) -> tuple[str, str]:
+        ids = []
+        for run in ("a", "b"):
+            with SessionLogWriter(sessions_dir(), title=f"{run} {steps}") as log:
+                log.append(UserMessage("go"))
+                for n, (tool, arguments) in enumerate(_steps(steps, seed=steps, workdir="/w")):
+                    if run == "b" and n % 50 == 7:
+                        continue  # a step only A made
+                    call = ToolCall(f"c{n}", tool, arguments)
+                    log.append(AssistantMessage("", (call,)))
+                    output = f"ok {n}" if run == "a" or n % 50 != 21 else f"other {n}"
+                    log.append(ToolResult(f"c{n}", tool, output, is_error=n % 97 == 0))
+            ingest_file(log.path, store=blob_store())
+            ids.append(log.session_id)
+        return ids[0], ids[1]
+
+    return client, record
+
+
+def _fetch(client: object, url: str) -> Callable[[], object]:
+    def get() -> object:
+        response = client.get(url)  # type: ignore[attr-defined]
+        assert response.status_code == 200, (url, response.status_code)
+        return response.content
+
+    return get
+
+
 ROWS: list[Callable[[argparse.Namespace], Iterator[Row]]] = [
     lambda args: alignment_rows(args.runs),
     lambda args: diff_rows(args.runs, args.mb),
+    lambda args: page_rows(args.runs),
 ]
 
 

@@ -21,8 +21,9 @@ from blobviewer.templatetags.timeline_tags import duration_text
 from blobviewer.timeline.cost import session_cost_shown
 from blobviewer.timeline.tasks import PROMPT_TASK
 
-# Aligned rows on a page of the compare page.
-ROWS_PER_PAGE = 100
+# Aligned pairs on a page of the compare page (a hundred steps: the session page shows
+# twenty).
+ROWS_PER_PAGE = 50
 # Lines of each output one page of a diff covers at most.
 DIFF_WINDOW = 2_000
 
@@ -37,6 +38,10 @@ class PairRow:
     a: RunStep | None
     b: RunStep | None
     relation: str
+
+    @property
+    def sides(self) -> tuple[tuple[str, RunStep | None], tuple[str, RunStep | None]]:
+        return ("a", self.a), ("b", self.b)
 
 
 @dataclass(frozen=True, slots=True)

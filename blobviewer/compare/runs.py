@@ -11,7 +11,6 @@ output until their diff says otherwise).
 
 from __future__ import annotations
 
-import hashlib
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -30,7 +29,8 @@ SHOWN_ARGUMENT_CHARS = 200
 @dataclass(frozen=True, slots=True)
 class RunStep:
     """One step of a run: its result's seq, tool and title, the call's arguments as far
-    as they were read, whether it failed, its output's digest and its blob (promoted)."""
+    as they were read, whether it failed, what its output is (*output_digest*: equal for
+    equal outputs) and its blob (promoted)."""
 
     seq: int
     tool: str
@@ -53,23 +53,26 @@ class RunStep:
 
 def run_steps(session: Session) -> list[RunStep]:
     """The steps of *session* in order: every tool result with its call (three queries)."""
-    calls = _calls(session)
+    connection = connections[Item.objects.db]
+    session_value = Item._meta.get_field("session").get_db_prep_value(session.pk, connection)
+    calls = _calls(connection, session_value)
     workdir = _workdir(session)
-    results = list(
-        Item.objects.filter(session=session, type=Item.Type.TOOL_RESULT)
-        .order_by("seq")
-        .values_list("seq", "call_id", "tool", "title", "is_error", "output", "received_bytes")
-    )
+    # Plain SQL, as blobviewer.timeline.skeleton reads a long session: the ORM's
+    # per-value converters would cost more than the query.
+    with connection.cursor() as cursor:
+        cursor.execute(_RESULTS_SQL.format(table=_items_table(connection)), [session_value])
+        results = cursor.fetchall()
     blob_ids = {seq: _promoted(tool, output) for seq, _, tool, _, _, output, _ in results}
     blobs = Blob.objects.in_bulk([b for b in blob_ids.values() if b is not None])
     steps = []
-    for seq, call_id, tool, title, is_error, output, received in results:
+    for seq, call_id, tool, title, error, output, received in results:
+        is_error = bool(error)
         name, arguments = calls.get(call_id, (tool, None))
         blob_id = blob_ids[seq]
         blob = blobs.get(blob_id) if blob_id is not None else None
-        digest = (
-            _digest(f"blob:{blob.size}:{blob.preview}") if blob is not None else _digest(output)
-        )
+        # What the output is: its text (at most a summary's length: promoted outputs are
+        # compared by their blob's size and preview instead).
+        digest = f"\x00blob:{blob.size}:{blob.preview}" if blob is not None else output
         steps.append(
             RunStep(
                 seq,
@@ -93,10 +96,6 @@ def _promoted(tool: str, output: str) -> uuid.UUID | None:
     return uuid.UUID(match.group(1)) if match else None
 
 
-def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-
-
 def _workdir(session: Session) -> str | None:
     """The folder the run worked in, where its recording says (`cwd` in its meta)."""
     meta = session.meta if isinstance(session.meta, dict) else {}
@@ -104,14 +103,14 @@ def _workdir(session: Session) -> str | None:
     return cwd if isinstance(cwd, str) and cwd.startswith("/") else None
 
 
-def _calls(session: Session) -> dict[str, tuple[str, Any]]:
-    """Each call of *session* by its id: its tool's name and its arguments (parsed; the
+def _items_table(connection: Any) -> str:
+    return str(connection.ops.quote_name(Item._meta.db_table))
+
+
+def _calls(connection: Any, session_value: Any) -> dict[str, tuple[str, Any]]:
+    """Each call of a session by its id: its tool's name and its arguments (parsed; the
     first ARGUMENT_CHARS characters and the length of an argument longer than that)."""
-    connection = connections[Item.objects.db]
-    sql = _CALLS_SQL[connection.vendor].format(
-        table=connection.ops.quote_name(Item._meta.db_table), chars=ARGUMENT_CHARS
-    )
-    session_value = Item._meta.get_field("session").get_db_prep_value(session.pk, connection)
+    sql = _CALLS_SQL[connection.vendor].format(table=_items_table(connection), chars=ARGUMENT_CHARS)
     with connection.cursor() as cursor:
         cursor.execute(sql, [session_value])
         rows = cursor.fetchall()
@@ -134,6 +133,10 @@ def _arguments(text: str | None, length: int | None) -> Any:
         return text  # a string argument: json_extract gives it bare
 
 
+_RESULTS_SQL = """
+    SELECT seq, call_id, tool, title, is_error, output, received_bytes
+    FROM {table} WHERE session_id = %s AND type = 'tool_result' ORDER BY seq
+"""
 _CALLS_SQL = {
     "sqlite": """
         SELECT json_extract(j.value, '$.id'), json_extract(j.value, '$.name'),

@@ -34,17 +34,33 @@ def step_key(tool: str, arguments: Any, workdir: str | None) -> str:
 
 
 def _normalised(value: Any, prefix: str, root: str) -> Any:
-    if isinstance(value, str):
-        if prefix and value.startswith(prefix):
-            value = value[len(prefix) :]
-        elif root and value == root:
-            value = "."
-        return " ".join(value.split())
+    kind = type(value)
+    if kind is str:
+        return _string(value, prefix, root)
+    if kind is dict:
+        # Most arguments are one object of strings and numbers: its strings are done
+        # here, without a call each.
+        return {
+            str(key): _string(item, prefix, root)
+            if type(item) is str
+            else _normalised(item, prefix, root)
+            for key, item in value.items()
+        }
+    if kind is list or kind is tuple:
+        return [_normalised(item, prefix, root) for item in value]
+    if isinstance(value, str):  # a str subclass
+        return _string(value, prefix, root)
     if isinstance(value, dict):
         return {str(key): _normalised(item, prefix, root) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_normalised(item, prefix, root) for item in value]
     return value
+
+
+def _string(value: str, prefix: str, root: str) -> str:
+    if prefix and value.startswith(prefix):
+        value = value[len(prefix) :]
+    elif root and value == root:
+        value = "."
+    return " ".join(value.split())
 
 
 def _dumps_sorted(value: Any) -> str:
