@@ -97,13 +97,13 @@ def write_html(session: Session, write: Write) -> None:
         {
             "session": session,
             "counts": counts,
-            "css": _STYLESHEET_HERE,
+            "css": "",
             "caps": {"text": TEXT_BYTES, "blob": BLOB_SHARE_BYTES, "args": ARGS_BYTES},
             "empty": not units,
         },
     )
     head, _, tail = page.partition(_UNITS_HERE)
-    write(head.replace(_STYLESHEET_HERE, _stylesheet(), 1))
+    write(head.replace(_STYLESHEET_HERE, f"<style>{_stylesheet()}</style>", 1))
     for loaded in loaded_units(session, units):
         shown = _exported_unit(loaded, producers)
         write(render_to_string("export/_unit.html", {"shown_unit": shown}))
@@ -168,7 +168,7 @@ def cut(text: str, limit: int) -> Cut:
 
 # Where the stylesheet goes: put in after the template is rendered, as it is (escaping
 # would break its `>` selectors), so no template ever marks text safe.
-_STYLESHEET_HERE = "/* stylesheet */"
+_STYLESHEET_HERE = "<style></style>"  # escaped in any recorded text: only ours matches
 
 
 def _stylesheet() -> str:

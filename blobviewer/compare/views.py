@@ -14,9 +14,12 @@ from blobviewer.compare.pages import compare_context, diff_page, step_output
 from blobviewer.models import Session
 from blobviewer.responses import positive_int, render_page
 from blobviewer.timeline.tasks import SHOWN_RUNS, other_runs
+from core.store import BlobCorrupt, BlobNotFound
 
 # Sessions a search for one to compare with lists.
 FOUND_SHOWN = 20
+# Pages of one output diff at most (each page reads past the ones before it).
+MAX_DIFF_PAGE = 500
 
 
 @require_safe
@@ -37,14 +40,13 @@ def compare_diff(request: HttpRequest, a: uuid.UUID, b: uuid.UUID) -> HttpRespon
     if found_a is None or found_b is None:
         raise Http404("No such step in one of the runs.")
     (item_a, output_a), (item_b, output_b) = found_a, found_b
-    page = positive_int(request.GET.get("page")) - 1  # pages count from 1 in the URL
-    context = {
-        "a": run_a,
-        "b": run_b,
-        "item_a": item_a,
-        "item_b": item_b,
-        "diff": diff_page(output_a, output_b, page),
-    }
+    # Pages count from 1 in the URL; page N walks the pages before it, so N is capped.
+    page = min(positive_int(request.GET.get("page")), MAX_DIFF_PAGE) - 1
+    context = {"a": run_a, "b": run_b, "item_a": item_a, "item_b": item_b, "diff": None}
+    try:
+        context["diff"] = diff_page(output_a, output_b, page)
+    except (BlobNotFound, BlobCorrupt) as error:
+        context["unreadable"] = str(error)
     return render_page(request, "compare_diff.html", context, fragment="_compare_diff.html")
 
 
@@ -53,7 +55,7 @@ def compare_pick(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
     """Choosing a run to compare *session_id* with: the other runs of its task first,
     then any session whose title has `q`."""
     session = get_object_or_404(Session, id=session_id)
-    query = request.GET.get("q", "").strip()[:200]
+    query = request.GET.get("q", "").replace("\x00", "").strip()[:200]
     found = []
     if query:
         found = list(

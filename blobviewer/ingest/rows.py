@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import re
 import uuid
 from collections.abc import Mapping, Sequence
@@ -24,7 +23,7 @@ from django.utils.dateparse import parse_datetime
 
 from blobviewer.ingest.errors import IngestError
 from blobviewer.ingest.importers import OUR_FORMAT
-from blobviewer.ingest.importers.recording import str_or_empty
+from blobviewer.ingest.importers.recording import finite_number, str_or_empty
 from blobviewer.models import Item
 from blobviewer.search.folding import storable
 from core.content import utf8_size
@@ -214,10 +213,8 @@ def stored_tokens(value: Any) -> int | None:
 def stored_cost(value: Any) -> float | None:
     """A cost in dollars a database column holds (a finite number, not negative), else
     None (not recorded)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    cost = float(value)
-    return cost if math.isfinite(cost) and cost >= 0 else None
+    cost = finite_number(value)
+    return cost if cost is not None and cost >= 0 else None
 
 
 def stored_usage(record: Mapping[str, Any]) -> dict[str, int | float | None]:

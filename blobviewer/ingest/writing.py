@@ -4,7 +4,6 @@ rows and links, and the session's facts and totals."""
 
 from __future__ import annotations
 
-import math
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ from blobviewer.bulk_insert import insert_objects, insert_rows
 from blobviewer.catalog.blobs import BlobFacts
 from blobviewer.catalog.provenance import link_made_by, made_blob, made_by_titles
 from blobviewer.ingest.errors import owned_by_another
+from blobviewer.ingest.importers.recording import finite_number
 from blobviewer.ingest.options import IngestOptions
 from blobviewer.ingest.planning import IngestPlan, check_not_pruned
 from blobviewer.ingest.rows import (
@@ -109,14 +109,12 @@ def _task_field(header: Mapping[str, Any], plan: IngestPlan) -> dict[str, str]:
 def evaluation_fields(header: Mapping[str, Any]) -> dict[str, Any]:
     """An evaluation run's job, outcome and reward as the header gives them
     (docs/evaluations.md): text cut to its column, a reward only when it is a number."""
-    reward = header.get("reward")
-    if isinstance(reward, bool) or not isinstance(reward, int | float):
-        reward = None
+    reward = finite_number(header.get("reward"))
     outcome = header.get("outcome")
     return {
         "job": storable(str(header.get("job") or ""))[:200],
         "outcome": outcome if outcome in OUTCOMES else "",
-        "reward": float(reward) if reward is not None and math.isfinite(reward) else None,
+        "reward": reward,
     }
 
 

@@ -245,3 +245,66 @@ def test_only_atif_is_read_as_atif(tmp_path: Path) -> None:
     other = write_json(tmp_path / "o.json", {"schema_version": "2.0", "steps": []})
     with pytest.raises(Exception, match="unknown recording format"):
         sniff(other, other.read_bytes())
+
+
+def test_files_that_name_each_other_or_themselves_are_read_once(tmp_path: Path) -> None:
+    """A sub-agent file naming the trajectory that names it (or its siblings) is read once:
+    a small file cannot make sessions without end."""
+    step = {"step_id": 1, "source": "user", "message": "hi"}
+
+    def naming(*names: str) -> dict:
+        refs = [{"trajectory_path": name} for name in names]
+        return {
+            "step_id": 2,
+            "source": "system",
+            "message": "",
+            "observation": {"results": [{"subagent_trajectory_ref": refs}]},
+        }
+
+    subs = [f"sub{n}.json" for n in range(3)]
+    for name in subs:
+        write_json(
+            tmp_path / name,
+            trajectory([step, naming("run.json", *subs)], agent={"name": name, "version": "1"}),
+        )
+    embedded = [
+        trajectory(
+            [step, naming("run.json")],
+            trajectory_id=f"e{n}",
+            agent={"name": f"e{n}", "version": "1"},
+        )
+        for n in range(6)
+    ]
+    write_json(
+        tmp_path / "run.json", trajectory([step, naming(*subs)], subagent_trajectories=embedded)
+    )
+    sessions = sessions_of(tmp_path / "run.json")
+    assert len(sessions) == 1 + 6 + 3  # itself, its embedded sub-agents, each file once
+    assert len({s.header["id"] for s in sessions}) == len(sessions)
+
+
+def test_numbers_a_float_cannot_hold_and_bad_references_lose_nothing(tmp_path: Path) -> None:
+    step = {"step_id": 1, "source": "user", "message": "hi"}
+    huge = trajectory([step], final_metrics={"total_cost_usd": 10**400, "total_prompt_tokens": 5})
+    (recording,) = sessions_of(write_json(tmp_path / "huge.json", huge))
+    assert recording.header["meta"]["final_metrics"] == {"total_prompt_tokens": 5}
+    assert "cost_usd" not in recording.header
+    path = tmp_path / "nan.json"
+    path.write_text(
+        json.dumps(
+            trajectory(
+                [step],
+                final_metrics={
+                    "total_cost_usd": float("nan"),
+                    "total_completion_tokens": float("inf"),
+                },
+            )
+        )
+    )
+    (recording,) = sessions_of(path)
+    assert "final_metrics" not in recording.header["meta"]
+    for ref in ("/", ".", ".."):
+        (recording,) = sessions_of(
+            write_json(tmp_path / "ref.json", trajectory([step], continued_trajectory_ref=ref))
+        )
+        assert recording.records[-1]["role"] == "missing"

@@ -30,7 +30,6 @@ its continuation or sub-agent is part of that one: read with it, not on its own
 from __future__ import annotations
 
 import json
-import math
 import uuid
 from pathlib import Path
 from typing import Any
@@ -41,6 +40,7 @@ from blobviewer.ingest.importers.recording import (
     Recording,
     RecordingError,
     dict_field,
+    finite_number,
     first_line,
     header,
     iso_time,
@@ -62,6 +62,9 @@ SUBAGENTS = True
 # hostile file, ends there.
 MAX_PARTS = 100
 MAX_DEPTH = 8
+# Sessions one recording makes at most (itself and its sub-agents): files that name each
+# other, or themselves, are read once each, and a fan of them ends here.
+MAX_SESSIONS = 200
 
 
 class PartOfRecording(RecordingError):
@@ -95,12 +98,25 @@ def load_trajectory(
     caller knows them better (the trial's id and facts)."""
     if not looks_like(document):
         raise RecordingError(path, None, "not an ATIF trajectory (no schema_version ATIF-v1.x)")
-    reader = _Session(path, document, depth=0)
+    tree = _Tree({path.name})
+    reader = _Session(path, document, depth=0, tree=tree)
     reader.read()
     own_id = session_id or reader.session_id()
     recordings = [reader.recording(own_id, meta or {})]
     recordings.extend(reader.subagents(own_id))
+    if tree.left_out:
+        recordings[0].header["meta"]["subagents_left_out"] = tree.left_out
     return recordings
+
+
+class _Tree:
+    """What one recording's reads share: the files read (the trajectory, its parts and
+    its sub-agents' files, each once) and how many sessions it has made."""
+
+    def __init__(self, files: set[str]) -> None:
+        self.files = files
+        self.sessions = 1
+        self.left_out = 0
 
 
 def opening(document: dict[str, Any]) -> list[Any]:
@@ -138,7 +154,7 @@ def _named_parts(root: Path, document: dict[str, Any]) -> set[str]:
         for ref in _subagent_refs(document):
             names.add(Path(str_or_empty(ref.get("trajectory_path"))).name)
         following = str_or_empty(document.get("continued_trajectory_ref"))
-        if not following or Path(following).name in names:
+        if Path(following).name in ("", ".", "..") or Path(following).name in names:
             break
         names.add(Path(following).name)
         try:
@@ -166,8 +182,9 @@ def _subagent_refs(document: dict[str, Any]) -> list[dict[str, Any]]:
 class _Session:
     """One session: a trajectory and its continuations, read step by step."""
 
-    def __init__(self, path: Path, document: dict[str, Any], *, depth: int) -> None:
+    def __init__(self, path: Path, document: dict[str, Any], *, depth: int, tree: _Tree) -> None:
         self.path = path
+        self.tree = tree
         self.document = document
         self.depth = depth
         self.builder = RecordBuilder()
@@ -189,10 +206,15 @@ class _Session:
             following = str_or_empty(document.get("continued_trajectory_ref"))
             if not following:
                 return
-            next_path = where.with_name(Path(following).name)
-            if next_path.name in read:  # a loop of references
+            name = Path(following).name
+            if name in read or name in self.tree.files:  # a loop of references
                 return
-            read.add(next_path.name)
+            if name in ("", ".", ".."):
+                self.builder.user(f"(continued in {following}: not a file name)", role="missing")
+                return
+            next_path = where.with_name(name)
+            read.add(name)
+            self.tree.files.add(name)
             try:
                 document = json.loads(next_path.read_bytes())
             except (OSError, ValueError, RecursionError):
@@ -289,8 +311,9 @@ class _Session:
                 if not isinstance(ref, dict) or ref.get("trajectory_id"):
                     continue
                 name = Path(str_or_empty(ref.get("trajectory_path"))).name
-                if not name or f"path:{name}" in self.found:
-                    continue
+                if name in ("", ".", "..") or name in self.tree.files:
+                    continue  # read already: this trajectory, a part of it, or a sub-agent
+                self.tree.files.add(name)
                 try:
                     document = json.loads(where.with_name(name).read_bytes())
                 except (OSError, ValueError, RecursionError):
@@ -303,9 +326,13 @@ class _Session:
         """A recording for each sub-agent found (and theirs, to MAX_DEPTH levels)."""
         if self.depth >= MAX_DEPTH:
             return []
-        recordings = []
+        recordings: list[Recording] = []
         for key, (document, where) in self.found.items():
-            reader = _Session(where, document, depth=self.depth + 1)
+            if self.tree.sessions >= MAX_SESSIONS:
+                self.tree.left_out += 1
+                continue
+            self.tree.sessions += 1
+            reader = _Session(where, document, depth=self.depth + 1, tree=self.tree)
             reader.read()
             own_id = str(uuid.uuid5(IMPORT_NAMESPACE, f"atif-subagent:{parent_id}:{key}"))
             name = str_or_empty(reader.agent.get("name")) or key.partition(":")[2]
@@ -410,9 +437,8 @@ def _metrics(step: dict[str, Any]) -> dict[str, Any]:
 
 
 def _dollars(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value) if math.isfinite(value) and value >= 0 else None
+    number = finite_number(value)
+    return number if number is not None and number >= 0 else None
 
 
 def _final_metrics(parts: list[dict[str, Any]]) -> dict[str, Any]:
@@ -420,13 +446,14 @@ def _final_metrics(parts: list[dict[str, Any]]) -> dict[str, Any]:
     the run so far), numbers only."""
     for part in reversed(parts):
         metrics = dict_field(part, "final_metrics")
-        totals = {
-            key: float(value) if key == "total_cost_usd" else value
-            for key, value in metrics.items()
-            if key.startswith("total_")
-            and isinstance(value, int | float)
-            and not isinstance(value, bool)
-        }
+        totals: dict[str, Any] = {}
+        for key, value in metrics.items():
+            number = finite_number(value) if key.startswith("total_") else None
+            if number is None:
+                continue
+            count = token_count(value)  # counts stay integers, as the trajectory has them
+            is_count = count is not None and count < 2**63 and key != "total_cost_usd"
+            totals[key] = count if is_count else number
         if totals:
             return totals
     return {}

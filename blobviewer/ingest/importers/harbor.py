@@ -15,11 +15,15 @@ Plain Python, no Django; reads only small files here (the logs are read by their
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any
 
-from blobviewer.ingest.importers.recording import Recording, dict_field, str_or_empty
+from blobviewer.ingest.importers.recording import (
+    Recording,
+    dict_field,
+    finite_number,
+    str_or_empty,
+)
 
 # Files a trial folder holds besides its agent's logs; one of them says it is a trial.
 _TRIAL_FILES = ("result.json", "config.json")
@@ -135,15 +139,13 @@ def _rewards(path: Path, result: dict[str, Any]) -> dict[str, float]:
         found = _json_file(path / "verifier" / "reward.json")
     if not found:
         try:
-            text = (path / "verifier" / "reward.txt").read_text(errors="replace").strip()
-            found = {"reward": float(text)} if text else {}
+            with (path / "verifier" / "reward.txt").open("rb") as file:
+                text = file.read(1000).decode(errors="replace").strip()
+            found = {"reward": float(text[:100])} if text else {}
         except (OSError, ValueError):
             found = {}
-    return {
-        str(name)[:100]: float(value)
-        for name, value in list(found.items())[:50]
-        if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-    }
+    numbers = {str(name)[:100]: finite_number(value) for name, value in list(found.items())[:50]}
+    return {name: number for name, number in numbers.items() if number is not None}
 
 
 def _main_reward(rewards: dict[str, float]) -> float | None:

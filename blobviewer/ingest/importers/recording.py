@@ -491,6 +491,18 @@ def list_field(container: Mapping[str, Any], key: str) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
+def finite_number(value: Any) -> float | None:
+    """*value* as a float when it is a JSON number a float holds (not a bool, NaN, an
+    infinity, or an integer too big for a float), else None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
+
+
 def token_count(value: Any) -> int | None:
     """A token count as recorded: a non-negative integer, else None (not recorded)."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:

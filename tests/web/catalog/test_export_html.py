@@ -157,3 +157,16 @@ def test_an_inspect_call_links_to_the_step_whose_blob_it_reads_in_the_file(data_
 
     assert f'<a class="blob-id" href="#step-{producer.seq}">{blob_id}</a>' in html
     assert f'<code class="blob-id">{stranger["blob_id"]}</code>' in html
+
+
+def test_a_title_that_looks_like_the_stylesheets_place_does_not_take_it(data_dir):
+    session = make_session([{"type": "user", "text": "/* stylesheet */ <style></style>"}])
+    session.title = "/* stylesheet */ <style></style>"
+    session.save()
+    html = export_html(session.id)
+
+    title = html[html.index("<title>") : html.index("</title>")]
+    assert "blobviewer" not in title.lower().replace("blobviewer export", "")
+    assert "&lt;style&gt;&lt;/style&gt;" in title
+    style = html[html.index("<style>") : html.index("</style>")]
+    assert "dl.facts" in style  # the site's stylesheet, in its place

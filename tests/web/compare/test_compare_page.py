@@ -129,3 +129,26 @@ def test_a_session_offers_the_other_runs_of_its_task_then_any_session(runs, clie
     assert text_of(found).count("Claude Code warmup") >= 2
     nothing = client.get(f"/sessions/{a.id}/compare/", {"q": "no such title"}).content.decode()
     assert "No other session has" in nothing
+
+
+def test_a_diff_of_outputs_no_longer_stored_says_so(runs, client, data_dir) -> None:
+    a, b = runs
+    item_a = Item.objects.get(session=a, type="tool_result", call_id=CHANGED_CALL)
+    item_b = Item.objects.get(session=b, type="tool_result", call_id=CHANGED_CALL)
+    for blob in (data_dir / "blobs").rglob(f"{item_a.output[6:42]}*"):
+        blob.unlink()
+    response = client.get(f"/compare/{a.id}/{b.id}/diff", {"a": item_a.seq, "b": item_b.seq})
+    assert response.status_code == 200
+    assert "The outputs cannot be read" in response.content.decode()
+
+
+def test_hostile_parameters_are_answered_not_failed(runs, client) -> None:
+    a, b = runs
+    item_a = Item.objects.get(session=a, type="tool_result", call_id=CHANGED_CALL)
+    item_b = Item.objects.get(session=b, type="tool_result", call_id=CHANGED_CALL)
+    far = client.get(
+        f"/compare/{a.id}/{b.id}/diff", {"a": item_a.seq, "b": item_b.seq, "page": 10**12}
+    )
+    assert far.status_code == 200 and "No more differences." in far.content.decode()
+    nul = client.get(f"/sessions/{a.id}/compare/", {"q": "warm\x00up"})
+    assert nul.status_code == 200 and "Claude Code warmup" in nul.content.decode()
