@@ -60,6 +60,11 @@ class HunkLine:
     size: int
     cut: bool
 
+    @property
+    def mark(self) -> str:
+        """The line's mark in a unified diff: `+`, `-` or a space."""
+        return _MARKS[self.kind]
+
 
 @dataclass(frozen=True, slots=True)
 class DiffHunk:
@@ -105,8 +110,7 @@ class DiffPage:
         for hunk in self.hunks:
             out.append(hunk.header)
             out.extend(
-                _MARKS[line.kind] + line.text + (" [cut]" if line.cut else "")
-                for line in hunk.lines
+                line.mark + line.text + (" [cut]" if line.cut else "") for line in hunk.lines
             )
         return "\n".join(out)
 

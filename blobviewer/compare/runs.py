@@ -19,8 +19,8 @@ import orjson
 from django.db import connections
 
 from blobviewer.compare.step_keys import step_key
+from blobviewer.ingest.rows import promoted_output_blob
 from blobviewer.models import Blob, Item, Session
-from core.store.blob_id import BLOB_REF
 
 ARGUMENT_CHARS = 4_000
 SHOWN_ARGUMENT_CHARS = 200
@@ -62,7 +62,9 @@ def run_steps(session: Session) -> list[RunStep]:
     with connection.cursor() as cursor:
         cursor.execute(_RESULTS_SQL.format(table=_items_table(connection)), [session_value])
         results = cursor.fetchall()
-    blob_ids = {seq: _promoted(tool, output) for seq, _, tool, _, _, output, _ in results}
+    blob_ids = {
+        seq: promoted_output_blob(tool, output) for seq, _, tool, _, _, output, _ in results
+    }
     blobs = Blob.objects.in_bulk([b for b in blob_ids.values() if b is not None])
     steps = []
     for seq, call_id, tool, title, error, output, received in results:
@@ -87,13 +89,6 @@ def run_steps(session: Session) -> list[RunStep]:
             )
         )
     return steps
-
-
-def _promoted(tool: str, output: str) -> uuid.UUID | None:
-    """The blob a promoted output names (blobviewer.ingest.rows.promoted_blob_id, on the
-    values read here)."""
-    match = BLOB_REF.match(output) if tool != "inspect" else None
-    return uuid.UUID(match.group(1)) if match else None
 
 
 def _workdir(session: Session) -> str | None:

@@ -297,7 +297,12 @@ def promoted_blob_id(item: Item | PendingItem) -> uuid.UUID | None:
     An inspect result also starts with `[blob:<id>]`, but it is what the model read, never
     promoted, so it is its own size.
     """
-    if item.type != Item.Type.TOOL_RESULT or item.tool == "inspect":
+    if item.type != Item.Type.TOOL_RESULT:
         return None
-    match = BLOB_REF.match(item.output)
+    return promoted_output_blob(item.tool, item.output)
+
+
+def promoted_output_blob(tool: str, output: str) -> uuid.UUID | None:
+    """promoted_blob_id of a tool result known by its *tool* and *output* alone."""
+    match = BLOB_REF.match(output) if tool != "inspect" else None
     return uuid.UUID(match.group(1)) if match else None
