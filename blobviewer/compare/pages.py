@@ -4,6 +4,7 @@ a step pair's output diff."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -55,43 +56,65 @@ class Fact:
         return self.a != self.b
 
 
-def compare_context(a: Session, b: Session, query: Mapping[str, str]) -> dict[str, Any]:
-    """The compare page of *a* and *b* for *query* (`page`)."""
+@dataclass(frozen=True, slots=True)
+class AlignedRuns:
+    """Two runs' steps and their alignment (pairs of indexes into them): what the
+    compare page reads and works out whatever page it shows, and all of the page's work
+    that grows with the runs' length."""
+
+    a: list[RunStep]
+    b: list[RunStep]
+    pairs: list[Pair]
+
+    def relation(self, i: int | None, j: int | None) -> str:
+        """How pair (i, j) relates (see PairRow)."""
+        if i is None:
+            return "only-b"
+        if j is None:
+            return "only-a"
+        return "same" if self.a[i].output_digest == self.b[j].output_digest else "differs"
+
+    def row(self, number: int) -> PairRow:
+        """Pair *number* (from 1) as a row of the page."""
+        i, j = self.pairs[number - 1]
+        a = self.a[i] if i is not None else None
+        b = self.b[j] if j is not None else None
+        return PairRow(number, a, b, self.relation(i, j))
+
+
+def aligned_runs(a: Session, b: Session) -> AlignedRuns:
+    """The steps of *a* and *b*, read, keyed and aligned."""
     steps_a, steps_b = run_steps(a), run_steps(b)
-    pairs = align([s.key for s in steps_a], [s.key for s in steps_b])
-    rows = [_row(n, pair, steps_a, steps_b) for n, pair in enumerate(pairs, start=1)]
+    return AlignedRuns(steps_a, steps_b, align([s.key for s in steps_a], [s.key for s in steps_b]))
+
+
+def compare_context(a: Session, b: Session, query: Mapping[str, str]) -> dict[str, Any]:
+    """The compare page of *a* and *b* for *query* (`page`). Beyond aligned_runs, its work
+    is one pass over the pairs' indexes (the counts, the first divergence) and rows for
+    the shown page only."""
+    runs = aligned_runs(a, b)
+    counts = Counter(runs.relation(i, j) for i, j in runs.pairs)
     diverged = first_divergence(
-        pairs, lambda i, j: steps_a[i].output_digest != steps_b[j].output_digest
+        runs.pairs, lambda i, j: runs.a[i].output_digest != runs.b[j].output_digest
     )
-    pages = max(1, -(-len(rows) // ROWS_PER_PAGE))
+    pages = max(1, -(-len(runs.pairs) // ROWS_PER_PAGE))
     number = _page_number(query.get("page"), pages)
-    shown = rows[(number - 1) * ROWS_PER_PAGE : number * ROWS_PER_PAGE]
-    counts = {
-        relation.replace("-", "_"): sum(row.relation == relation for row in rows)
-        for relation in ("same", "differs", "only-a", "only-b")
-    }
+    first = (number - 1) * ROWS_PER_PAGE + 1
+    last = min(number * ROWS_PER_PAGE, len(runs.pairs))
     return {
         "a": a,
         "b": b,
         "facts": _facts(a, b),
-        "rows": shown,
-        "counts": counts,
+        "rows": [runs.row(n) for n in range(first, last + 1)],
+        "counts": {
+            relation.replace("-", "_"): counts[relation]
+            for relation in ("same", "differs", "only-a", "only-b")
+        },
         "page_number": number,
         "page_count": pages,
-        "divergence": rows[diverged] if diverged is not None else None,
+        "divergence": runs.row(diverged + 1) if diverged is not None else None,
         "divergence_page": diverged // ROWS_PER_PAGE + 1 if diverged is not None else None,
     }
-
-
-def _row(number: int, pair: Pair, steps_a: list[RunStep], steps_b: list[RunStep]) -> PairRow:
-    i, j = pair
-    a = steps_a[i] if i is not None else None
-    b = steps_b[j] if j is not None else None
-    if a is None:
-        return PairRow(number, a, b, "only-b")
-    if b is None:
-        return PairRow(number, a, b, "only-a")
-    return PairRow(number, a, b, "same" if a.output_digest == b.output_digest else "differs")
 
 
 def _page_number(asked: str | None, pages: int) -> int:
@@ -115,9 +138,7 @@ def _facts(a: Session, b: Session) -> list[Fact]:
         fact("Steps", lambda s: f"{s.step_count:,}"),
         fact("Errors", lambda s: f"{s.error_count:,}"),
         fact("Tokens in / out", lambda s: tokens[s.pk]),
-        fact(
-            "Cost", lambda s: session_cost_shown(s.cost_usd, s.unpriced_turns, s.model).text or "—"
-        ),
+        fact("Cost", _cost),
         fact("Duration", lambda s: duration_text(s.duration) or "—"),
         fact("Outcome", _outcome),
     ]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from blobviewer.compare.pages import ROWS_PER_PAGE
+from blobviewer.compare.pages import ROWS_PER_PAGE, AlignedRuns
 from blobviewer.models import Item, Session
 from importers.recordings import CLAUDE_SESSION
 from web.compare.pairs import B_SESSION, CHANGED_CALL, write_pair
@@ -152,3 +152,17 @@ def test_hostile_parameters_are_answered_not_failed(runs, client) -> None:
     assert far.status_code == 200 and "No more differences." in far.content.decode()
     nul = client.get(f"/sessions/{a.id}/compare/", {"q": "warm\x00up"})
     assert nul.status_code == 200 and "Claude Code warmup" in nul.content.decode()
+
+
+def test_only_the_shown_page_of_pairs_is_made_into_rows(runs, client, monkeypatch) -> None:
+    """Beyond reading and aligning the runs, the page's work does not grow with them: it
+    makes rows for its own fifty pairs and the first divergence, whatever the page."""
+    a, b = runs
+    made = []
+    real_row = AlignedRuns.row
+    monkeypatch.setattr(AlignedRuns, "row", lambda self, n: made.append(n) or real_row(self, n))
+    last = client.get(f"/compare/{a.id}/{b.id}/", {"page": 3})
+    assert last.status_code == 200
+    shown = pairs_on(last.content.decode())
+    assert sorted(shown) == list(range(2 * ROWS_PER_PAGE + 1, 109))
+    assert sorted(made) == [3, *shown]  # the divergence (pair 3) and the rows shown
