@@ -161,6 +161,7 @@ def _session_row(write: SessionWrite) -> Session:
         session = _insert_session(write)
     else:
         session, _ = Session.objects.update_or_create(id=write.session_id, defaults=write.fields)
+        _find_late_task(session, write)
     if owner is not None and session.owner_id != owner.pk:
         # Checked again under the row lock update_or_create took: another ingest may have
         # given the session an owner since planning looked.
@@ -174,6 +175,17 @@ def _session_row(write: SessionWrite) -> Session:
     else:
         check_not_pruned(write.session_id, write.source_path)
     return session
+
+
+def _find_late_task(session: Session, write: SessionWrite) -> None:
+    """A session without a task whose first ingests held no plain user message is known
+    by the first one this append brings (the items before it had none)."""
+    if session.task or "task" in write.fields:
+        return
+    task = storable(prompt_task(write.plan.new))[:300]
+    if task:
+        session.task = task
+        session.save(update_fields=["task"])
 
 
 def _insert_session(write: SessionWrite) -> Session:

@@ -152,3 +152,21 @@ def test_the_list_groups_sessions_by_task(tmp_path: Path, client, user) -> None:
     # Each task links to its runs.
     listed = client.get("/", {"task": lines[0]["instance_id"]}).content.decode()
     assert listed.count('<tr class="session') == 2
+
+
+def test_a_run_whose_first_ingest_had_no_user_message_gets_its_task_later(
+    tmp_path: Path,
+) -> None:
+    from core.agent.history import AssistantMessage, UserMessage
+    from core.agent.session_log import SessionLogWriter
+
+    with SessionLogWriter(tmp_path, title="late prompt") as log:
+        log.append(AssistantMessage("ready when you are", ()))
+        ingest(log.path)
+        (session,) = Session.objects.all()
+        assert session.task == ""
+        log.append(UserMessage("fix the flaky test"))
+        log.append(UserMessage("and then the docs"))
+        ingest(log.path)
+    session.refresh_from_db()
+    assert session.task == prompt_task([{"type": "user", "seq": 1, "text": "fix the flaky test"}])
