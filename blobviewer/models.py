@@ -345,6 +345,10 @@ class ApiToken(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    # The OTLP receiver's flood limit (blobviewer.otlp.flood): the clock minute (since the
+    # epoch) whose requests are counted, and how many it has had.
+    window_minute = models.BigIntegerField(default=0, editable=False)
+    window_requests = models.PositiveIntegerField(default=0, editable=False)
 
     objects = ApiTokenQuerySet.as_manager()
 

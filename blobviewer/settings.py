@@ -246,8 +246,8 @@ SHARE_LINK_DAYS = _env_int("SHARE_LINK_DAYS", 7)
 # The view streams a raw log to a file, so Django's DATA_UPLOAD_MAX_MEMORY_SIZE (2.5 MB,
 # for form fields held in memory) stays as it is for every other page.
 BLOBVIEWER_UPLOAD_MAX_BYTES = _env_int("BLOBVIEWER_UPLOAD_MAX_BYTES", 50 * 1024 * 1024)
-# POST /v1/traces and /v1/logs: export requests a token may send a minute, in each server
-# process (blobviewer.otlp.flood); 0: no limit.
+# POST /v1/traces and /v1/logs: export requests a token may send a minute, counted in the
+# database for every server process (blobviewer.otlp.flood); 0: no limit.
 BLOBVIEWER_OTLP_REQUESTS_PER_MINUTE = _env_int("BLOBVIEWER_OTLP_REQUESTS_PER_MINUTE", 600)
 # A multipart upload carries one file per blob; Django's default of 100 files would cut
 # off a long session. The byte limit above still bounds the whole upload.

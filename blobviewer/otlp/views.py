@@ -62,7 +62,7 @@ def _export(request: HttpRequest, signal: Signal) -> HttpResponse:
         return token
     content_type = request.content_type
     per_minute = settings.BLOBVIEWER_OTLP_REQUESTS_PER_MINUTE
-    if wait := retry_after(token.token_hash, per_minute=per_minute):
+    if wait := retry_after(token, per_minute=per_minute):
         response = _refused(
             f"more than {per_minute} requests a minute from this token", 429, content_type
         )
