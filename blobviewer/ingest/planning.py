@@ -29,7 +29,7 @@ from blobviewer.ingest.errors import (
 )
 from blobviewer.ingest.importers import OUR_FORMAT
 from blobviewer.ingest.options import IngestOptions
-from blobviewer.ingest.rows import USAGE_FIELDS, promoted_blob_id, stored_usage
+from blobviewer.ingest.rows import USAGE_FIELDS, promoted_text_blob, stored_usage
 from blobviewer.models import Item, PrunedSession, Session
 from core.agent.session_log import MAX_SEQ
 from core.store.blob_id import blob_created_at
@@ -376,12 +376,11 @@ def _rebuild_plan(
 
 
 def _with_old_blobs(plan: IngestPlan) -> IngestPlan:
-    """*plan* with the blob each re-derived tool result's old item was promoted to."""
+    """*plan* with the blob each re-derived item's old one was promoted to (a tool
+    result's output, a message's text)."""
     pks = list(plan.item_pks.values())
-    old = Item.objects.filter(pk__in=pks, type=Item.Type.TOOL_RESULT).only(
-        "pk", "seq", "type", "tool", "output"
-    )
-    blobs = {item.seq: blob for item in old if (blob := promoted_blob_id(item)) is not None}
+    old = Item.objects.filter(pk__in=pks).only("pk", "seq", "type", "tool", "output", "text")
+    blobs = {item.seq: blob for item in old if (blob := promoted_text_blob(item)) is not None}
     return replace(plan, old_blobs=blobs)
 
 

@@ -48,35 +48,38 @@ class Promotions:
     def promoted(
         self, record: Mapping[str, Any], *, reuse: uuid.UUID | None = None
     ) -> Mapping[str, Any]:
-        """*record*, its tool output promoted when the recording kept a big one whole.
+        """*record*, its tool output (or, where its importer asks with `promote_text`, its
+        message text) promoted when the recording kept a big one whole.
 
-        An output that already starts with `[blob:<id>]` is a summary our Worker wrote, or
-        an inspect result (never promoted), and passes as it is. When the blob *reuse* (the
+        Text that already starts with `[blob:<id>]` is a summary our Worker wrote, or an
+        inspect result (never promoted), and passes as it is. When the blob *reuse* (the
         one the item had before a rebuild) holds exactly what promotion would store, the
-        output is summarised under that id and nothing is stored: share links to it keep
-        working.
+        text is summarised under that id and nothing is stored: share links to it keep
+        working. A tool output records how big it was (`received_bytes`).
         """
-        output = _promotable(record)
-        if output is None:
+        found = _promotable(record)
+        if found is None:
             return record
-        promoted = promote(output, self.policy)
+        name, text = found
+        promoted = promote(text, self.policy)
         if not isinstance(promoted, Stored):
             return record
+        sized = {"received_bytes": utf8_size(text)} if name == "output" else {}
         if reuse is not None and _holds(self.store, reuse, promoted.content):
             self.reused.append(reuse)
             summary = summarize(reuse, promoted.content, self.policy)
-            return {**record, "output": summary, "received_bytes": utf8_size(output)}
+            return {**record, name: summary, **sized}
         try:
-            text, blob_id = self._store(promoted)
+            summary, blob_id = self._store(promoted)
         except (BlobStoreError, OSError) as error:  # the journal's OSError too
             # The store's own message may name its folder: that is for the operator only.
             raise IngestError(
                 self.source_path,
                 None,
-                f"seq {record.get('seq')}: the blob store cannot store its output",
+                f"seq {record.get('seq')}: the blob store cannot store its {_WHAT[name]}",
                 detail=str(error),
             ) from None
-        return {**record, "output": text, "received_bytes": utf8_size(output)}
+        return {**record, name: summary, **sized}
 
     def _store(self, promoted: Stored) -> tuple[str, uuid.UUID]:
         """Store *promoted* under a new id, journaled first (so no blob of this ingest is
@@ -128,12 +131,24 @@ def size_promoted(
             item.received_bytes = blob.size
 
 
-def _promotable(record: Mapping[str, Any]) -> str | None:
-    """The output of a tool result that promotion may store (not a summary already)."""
-    output = record.get("output")
-    if record.get("type") != "tool_result" or not isinstance(output, str):
+_WHAT = {"output": "output", "text": "message"}
+
+
+def _promotable(record: Mapping[str, Any]) -> tuple[str, str] | None:
+    """The field and text promotion may store: a tool result's output, or a message's
+    text when its importer asks (`promote_text`: the OTLP receiver's payloads); not a
+    summary already."""
+    kind = record.get("type")
+    if kind == "tool_result":
+        name = "output"
+    elif kind in ("user", "assistant") and record.get("promote_text") is True:
+        name = "text"
+    else:
         return None
-    return None if BLOB_REF.match(output) else output
+    text = record.get(name)
+    if not isinstance(text, str) or BLOB_REF.match(text):
+        return None
+    return name, text
 
 
 def _holds(store: BlobStore, blob_id: uuid.UUID, content: Content) -> bool:

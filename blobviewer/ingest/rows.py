@@ -302,6 +302,16 @@ def promoted_blob_id(item: Item | PendingItem) -> uuid.UUID | None:
     return promoted_output_blob(item.tool, item.output)
 
 
+def promoted_text_blob(item: Item | PendingItem) -> uuid.UUID | None:
+    """The blob a promoted tool output or message went to: promoted_blob_id, or for a
+    message whose text is a summary (the OTLP receiver promotes big ones), the blob it
+    names first."""
+    if item.type == Item.Type.TOOL_RESULT:
+        return promoted_blob_id(item)
+    match = BLOB_REF.match(item.text)
+    return uuid.UUID(match.group(1)) if match else None
+
+
 def promoted_output_blob(tool: str, output: str) -> uuid.UUID | None:
     """promoted_blob_id of a tool result known by its *tool* and *output* alone."""
     match = BLOB_REF.match(output) if tool != "inspect" else None

@@ -26,7 +26,7 @@ from blobviewer.data_dir import blob_store, data_dir
 from blobviewer.ingest.importers import otlp
 from blobviewer.ingest.importers.recording import IMPORT_NAMESPACE, Recording
 from blobviewer.ingest.options import IngestOptions
-from blobviewer.ingest.rows import promoted_blob_id, with_digests
+from blobviewer.ingest.rows import promoted_text_blob, with_digests
 from blobviewer.ingest.sessions import ingest_session
 from blobviewer.models import Blob, Item, Session
 from blobviewer.team.ownership import NotYours, claim_session
@@ -93,11 +93,12 @@ def receive(key: str, lines: list[dict[str, Any]], *, owner: AbstractBaseUser) -
 
 
 def _promoted_blobs(session_id: uuid.UUID) -> dict[str, uuid.UUID]:
-    """The blob each of the session's promoted tool outputs went to, by item digest."""
-    outputs = Item.objects.filter(session_id=session_id, type=Item.Type.TOOL_RESULT).only(
-        "pk", "seq", "type", "tool", "output", "digest"
+    """The blob each of the session's promoted outputs and messages went to, by item
+    digest."""
+    items = Item.objects.filter(session_id=session_id).only(
+        "pk", "seq", "type", "tool", "output", "text", "digest"
     )
-    return {item.digest: blob for item in outputs if (blob := promoted_blob_id(item))}
+    return {item.digest: blob for item in items if (blob := promoted_text_blob(item))}
 
 
 def _mark_replaced(old: dict[str, uuid.UUID], new: dict[str, uuid.UUID]) -> None:

@@ -31,7 +31,7 @@ import orjson
 from blobviewer.ingest.importers.recording import Recording, RecordingError
 
 FORMAT = "otlp"
-IMPORTER_VERSION = 1
+IMPORTER_VERSION = 2  # 2: messages over the threshold are promoted too
 HEADER_TYPE = "otlp"
 # Our own attribute for outputs an agent already stored in a blobviewer store.
 BLOB_IDS = "blobviewer.blob_ids"
@@ -195,6 +195,7 @@ def _chat_items(
             "at": _iso(_time(line, "start")),
             "source_digest": _digest_of(digest, "user"),
             "text": prompt,
+            "promote_text": True,
         }
     turn: dict[str, Any] = {
         "type": "assistant",
@@ -203,6 +204,7 @@ def _chat_items(
         "source_digest": _digest_of(digest, "turn"),
         "text": _with_blob_ids(_answer_text(attributes), attributes),
         "tool_calls": [],
+        "promote_text": True,
     }
     for field_name, names in _TOKENS.items():
         value = _first(attributes, *names)
@@ -235,6 +237,7 @@ def _log_items(line: Mapping[str, Any], attributes: Mapping[str, Any]) -> Iterat
                 "at": _iso(time),
                 "source_digest": _digest_of(digest, "user"),
                 "text": prompt,
+                "promote_text": True,
             }
         return
     if event != "tool_result":

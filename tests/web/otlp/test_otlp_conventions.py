@@ -5,6 +5,7 @@ agent already made (`blobviewer.blob_ids`)."""
 from __future__ import annotations
 
 import json
+import uuid
 from datetime import timedelta
 from typing import Any
 
@@ -19,7 +20,7 @@ from blobviewer.data_dir import blob_store
 from blobviewer.ingest.rows import promoted_blob_id
 from blobviewer.models import BlobRef, Session
 from blobviewer.otlp.receiving import conversation_session
-from core.content import Text
+from core.content import Structured, Text
 from core.store.blob_id import new_blob_id
 from web.otlp.otlp_requests import BIG, SECOND, T0, as_otlp_json, post, steps
 
@@ -235,3 +236,49 @@ def test_the_sdk_log_exporter_sends_a_codex_event(live_server, api_token, data_d
     assert call.tool_calls[0]["arguments"] == {"command": ["pytest"]}
     assert (result.output, result.is_error) == ("1 failed", True)
     assert result.at - call.at == timedelta(milliseconds=1500)
+
+
+@pytest.mark.django_db
+def test_messages_over_the_threshold_are_promoted_as_outputs_are(client, api_token, data_dir):
+    """A long prompt and a long answer (a pasted document, a written report) are stored
+    as blobs and their turns hold the summaries; a short message stays whole."""
+    prompt = "".join(f"clause {n}: the tenant keeps the garden tidy.\n" for n in range(60))
+    answer = json.dumps({"findings": [{"clause": n, "ok": n % 7 != 0} for n in range(80)]})
+    spans = spans_of(
+        (
+            "chat gpt-4.1",
+            0,
+            1,
+            {
+                "gen_ai.conversation.id": "long-messages",
+                "gen_ai.operation.name": "chat",
+                "gen_ai.input.messages": json.dumps(
+                    [{"role": "user", "parts": [{"type": "text", "content": prompt}]}]
+                ),
+                "gen_ai.output.messages": json.dumps(
+                    [{"role": "assistant", "parts": [{"type": "text", "content": answer}]}]
+                ),
+            },
+        ),
+        (
+            "chat gpt-4.1",
+            2,
+            3,
+            {
+                "gen_ai.conversation.id": "long-messages",
+                "gen_ai.operation.name": "chat",
+                "gen_ai.input.messages": json.dumps(
+                    [{"role": "user", "parts": [{"type": "text", "content": "Thanks."}]}]
+                ),
+            },
+        ),
+    )
+    assert post(client, as_otlp_json(spans), api_token[1]).status_code == 200
+    user, turn, thanks, _ = steps("long-messages")
+    store = blob_store()
+    for item, whole in ((user, Text(prompt)), (turn, Structured(json.loads(answer)))):
+        assert item.text.startswith("[blob:") and len(item.text.encode()) <= 400
+        blob_id = uuid.UUID(item.text[6:42])
+        assert BlobRef.objects.filter(item=item, blob_id=blob_id).exists()
+        assert store.load_sync(blob_id) == whole  # the answer is JSON: a JSON blob
+    assert thanks.text == "Thanks."
