@@ -373,6 +373,19 @@ class ApiToken(models.Model):
         ApiToken.objects.filter(pk=self.pk).update(last_used_at=self.last_used_at)
 
 
+class TraceConversation(models.Model):
+    """The conversation an OpenTelemetry trace belongs to, as a span of it named it
+    (blobviewer.otlp.receiving): spans of the trace that name none, in later requests,
+    join that conversation's session."""
+
+    trace_id = models.CharField(max_length=32, primary_key=True)
+    key = models.TextField()
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="+")
+
+    def __str__(self) -> str:
+        return f"trace {self.trace_id} of {self.key}"
+
+
 class PrunedSession(models.Model):
     """A tombstone: this session was deleted by `manage.py prune`. Ingest skips its
     recording (unless forced) and uploads for it answer 410."""

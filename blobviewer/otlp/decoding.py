@@ -1,6 +1,8 @@
 """An OTLP/HTTP export request's body, decoded with the official `opentelemetry-proto`
-messages, as plain JSON lines grouped by conversation (what blobviewer.ingest.importers.otlp
-maps to a session).
+messages, as plain JSON lines (what blobviewer.ingest.importers.otlp maps to a session),
+written one at a time to a file: the request is held once, as its message (protobuf) or
+its parsed document (OTLP/JSON, whose spans are parsed into messages one by one and let
+go), never again as its lines.
 
 A span becomes `{"kind": "span", "trace_id", "span_id", "parent_span_id", "name",
 "start", "end", "status": {"code", "message"}, "attributes", "resource", "scope"}`, a log
@@ -13,10 +15,9 @@ bytes in hex).
 from __future__ import annotations
 
 import base64
-from collections import defaultdict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import IO, Any
 
 import orjson
 from google.protobuf import json_format
@@ -31,6 +32,10 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord, ResourceLogs, ScopeLogs
+from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
+
+from blobviewer.ingest.importers.otlp import line_id
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
@@ -46,48 +51,144 @@ class BadBody(ValueError):
 
 @dataclass(frozen=True)
 class Signal:
-    """Traces or logs: the request and response messages, and where the records are."""
+    """Traces or logs: the request and response messages, and the three levels of the
+    request that hold the records (resource, scope, record: their field names in the
+    message and in OTLP/JSON, and their messages)."""
 
     name: str  # "spans" or "log records", as partial_success counts them
     request: type[Message]
     response: type[Message]
+    fields: tuple[str, str, str]
+    json_fields: tuple[str, str, str]
+    levels: tuple[type[Message], type[Message], type[Message]]
 
 
-TRACES = Signal("spans", ExportTraceServiceRequest, ExportTraceServiceResponse)
-LOGS = Signal("log records", ExportLogsServiceRequest, ExportLogsServiceResponse)
+TRACES = Signal(
+    "spans",
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+    ("resource_spans", "scope_spans", "spans"),
+    ("resourceSpans", "scopeSpans", "spans"),
+    (ResourceSpans, ScopeSpans, Span),
+)
+LOGS = Signal(
+    "log records",
+    ExportLogsServiceRequest,
+    ExportLogsServiceResponse,
+    ("resource_logs", "scope_logs", "log_records"),
+    ("resourceLogs", "scopeLogs", "logRecords"),
+    (ResourceLogs, ScopeLogs, LogRecord),
+)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One line of a request, as written: where it is in the file, what tells it from
+    another (otlp.line_id), and what names its conversation."""
+
+    offset: int
+    size: int
+    line_id: str
+    own_key: str  # the conversation it names itself ("" for none)
+    trace_id: str
+    service: str
 
 
 @dataclass
 class Decoded:
-    """A request's lines by conversation key, and the records refused (with why)."""
+    """A request's lines (in the file decode wrote), and the records refused (with why)."""
 
-    conversations: dict[str, list[dict[str, Any]]] = field(
-        default_factory=lambda: defaultdict(list)
-    )
+    entries: list[Entry] = field(default_factory=list)
     refused: int = 0
     why: str = ""
 
 
-def decode(signal: Signal, body: bytes, content_type: str) -> Decoded:
-    """The lines of an export request; raises BadBody."""
-    message = signal.request()
+def decode(signal: Signal, body: bytes | memoryview, content_type: str, into: IO[bytes]) -> Decoded:
+    """Write the lines of an export request to *into*, each ended by a newline; what was
+    written. Raises BadBody (what was written then means nothing)."""
+    decoded = Decoded()
     try:
-        if content_type == PROTOBUF:
-            message.ParseFromString(body)
-        else:
-            json_format.ParseDict(_with_base64_ids(orjson.loads(body)), message)
+        for line in _lines(signal, body, content_type):
+            if line["kind"] == "span" and not line.get("span_id"):
+                decoded.refused += 1
+                decoded.why = "a span without a span id"
+                continue
+            data = orjson.dumps(line) + b"\n"
+            decoded.entries.append(
+                Entry(
+                    into.tell(),
+                    len(data),
+                    line_id(line),
+                    own_key(line),
+                    line.get("trace_id", ""),
+                    str(line["resource"].get("service.name", "unknown")),
+                )
+            )
+            into.write(data)
     except (DecodeError, json_format.ParseError, orjson.JSONDecodeError, ValueError) as error:
         raise BadBody(f"not an OTLP {signal.request.__name__}: {error}") from None
-    decoded = Decoded()
-    lines = list(_spans(message) if signal is TRACES else _logs(message))
-    keys = _trace_conversations(lines)
-    for line in lines:
-        if not line.get("span_id") and line["kind"] == "span":
-            decoded.refused += 1
-            decoded.why = "a span without a span id"
-            continue
-        decoded.conversations[_conversation(line, keys)].append(line)
+    into.flush()
     return decoded
+
+
+def own_key(line: Mapping[str, Any]) -> str:
+    """The conversation a line names itself, "" when it names none."""
+    attributes = line["attributes"]
+    for name in CONVERSATION_KEYS:
+        if found := attributes.get(name) or line["resource"].get(name):
+            return str(found)
+    return ""
+
+
+def _lines(signal: Signal, body: bytes | memoryview, content_type: str) -> Iterator[dict[str, Any]]:
+    records = _parsed(signal, body) if content_type == PROTOBUF else _parsed_json(signal, body)
+    line = _span_line if signal is TRACES else _log_line
+    for resource, scope, record in records:
+        yield line(record, resource, scope)
+
+
+Records = Iterator[tuple[dict[str, Any], str, Any]]  # (resource, scope name, record)
+
+
+def _parsed(signal: Signal, body: bytes | memoryview) -> Records:
+    message = signal.request()
+    message.ParseFromString(body)
+    outer, middle, inner = signal.fields
+    for resource_part in getattr(message, outer):
+        resource = attribute_map(resource_part.resource.attributes)
+        for scope_part in getattr(resource_part, middle):
+            for record in getattr(scope_part, inner):
+                yield resource, scope_part.scope.name, record
+
+
+def _parsed_json(signal: Signal, body: bytes | memoryview) -> Records:
+    """The records of an OTLP/JSON request, each parsed into its message as it comes and
+    its part of the document let go; the fields around them are parsed too, so that what
+    the whole message would refuse is refused."""
+    document = orjson.loads(body)
+    _, resource_parts = _level(signal, 0, document, signal.request())
+    for resource_part in resource_parts:
+        resource_message, scope_parts = _level(signal, 1, resource_part, signal.levels[0]())
+        resource = attribute_map(resource_message.resource.attributes)
+        for scope_part in scope_parts:
+            scope_message, records = _level(signal, 2, scope_part, signal.levels[1]())
+            for index, value in enumerate(records):
+                records[index] = None  # its message is all that is kept of it
+                record = json_format.ParseDict(_with_base64_ids(value), signal.levels[2]())
+                yield resource, scope_message.scope.name, record
+
+
+def _level(signal: Signal, level: int, value: Any, message: Message) -> tuple[Message, list[Any]]:
+    """*value* (a part of the document at *level*) parsed into *message*, all but the list
+    of the parts below it, which comes out as it is; raises ValueError, ParseError."""
+    if not isinstance(value, dict):
+        raise ValueError(f"not an object: {str(value)[:60]!r}")
+    names = (signal.fields[level], signal.json_fields[level])
+    found = [value.pop(name) for name in names if name in value]
+    if len(found) > 1 or (found and not isinstance(found[0], list)):
+        raise ValueError(f"{names[1]} must be one list")
+    json_format.ParseDict(_with_base64_ids(value), message)
+    return message, found[0] if found else []
 
 
 def response_body(signal: Signal, decoded: Decoded, content_type: str) -> bytes:
@@ -146,26 +247,21 @@ def _with_base64_ids(value: Any) -> Any:
 # --- lines ----------------------------------------------------------------------------------
 
 
-def _spans(request: Any) -> Iterator[dict[str, Any]]:
-    for resource_spans in request.resource_spans:
-        resource = attribute_map(resource_spans.resource.attributes)
-        for scope_spans in resource_spans.scope_spans:
-            scope = scope_spans.scope.name
-            for span in scope_spans.spans:
-                yield {
-                    "kind": "span",
-                    "trace_id": span.trace_id.hex(),
-                    "span_id": span.span_id.hex(),
-                    "parent_span_id": span.parent_span_id.hex(),
-                    "name": span.name,
-                    "start": span.start_time_unix_nano,
-                    "end": span.end_time_unix_nano,
-                    "status": {"code": span.status.code, "message": span.status.message},
-                    "attributes": attribute_map(span.attributes),
-                    "events": [_event(event) for event in span.events],
-                    "resource": resource,
-                    "scope": scope,
-                }
+def _span_line(span: Any, resource: dict[str, Any], scope: str) -> dict[str, Any]:
+    return {
+        "kind": "span",
+        "trace_id": span.trace_id.hex(),
+        "span_id": span.span_id.hex(),
+        "parent_span_id": span.parent_span_id.hex(),
+        "name": span.name,
+        "start": span.start_time_unix_nano,
+        "end": span.end_time_unix_nano,
+        "status": {"code": span.status.code, "message": span.status.message},
+        "attributes": attribute_map(span.attributes),
+        "events": [_event(event) for event in span.events],
+        "resource": resource,
+        "scope": scope,
+    }
 
 
 def _event(event: Any) -> dict[str, Any]:
@@ -176,25 +272,20 @@ def _event(event: Any) -> dict[str, Any]:
     }
 
 
-def _logs(request: Any) -> Iterator[dict[str, Any]]:
-    for resource_logs in request.resource_logs:
-        resource = attribute_map(resource_logs.resource.attributes)
-        for scope_logs in resource_logs.scope_logs:
-            scope = scope_logs.scope.name
-            for record in scope_logs.log_records:
-                attributes = attribute_map(record.attributes)
-                yield {
-                    "kind": "log",
-                    "event": record.event_name or str(attributes.get("event.name", "")),
-                    "time": record.time_unix_nano or record.observed_time_unix_nano,
-                    "trace_id": record.trace_id.hex(),
-                    "span_id": record.span_id.hex(),
-                    "severity": record.severity_text,
-                    "body": any_value(record.body),
-                    "attributes": attributes,
-                    "resource": resource,
-                    "scope": scope,
-                }
+def _log_line(record: Any, resource: dict[str, Any], scope: str) -> dict[str, Any]:
+    attributes = attribute_map(record.attributes)
+    return {
+        "kind": "log",
+        "event": record.event_name or str(attributes.get("event.name", "")),
+        "time": record.time_unix_nano or record.observed_time_unix_nano,
+        "trace_id": record.trace_id.hex(),
+        "span_id": record.span_id.hex(),
+        "severity": record.severity_text,
+        "body": any_value(record.body),
+        "attributes": attributes,
+        "resource": resource,
+        "scope": scope,
+    }
 
 
 def attribute_map(attributes: Any) -> dict[str, Any]:
@@ -215,35 +306,3 @@ def any_value(value: AnyValue) -> Any:
     if kind == "bytes_value":
         return value.bytes_value.hex()
     return getattr(value, kind)
-
-
-# --- conversations --------------------------------------------------------------------------
-
-
-def _own_key(line: Mapping[str, Any]) -> str:
-    attributes = line["attributes"]
-    for name in CONVERSATION_KEYS:
-        if found := attributes.get(name) or line["resource"].get(name):
-            return str(found)
-    return ""
-
-
-def _trace_conversations(lines: list[dict[str, Any]]) -> dict[str, str]:
-    """The conversation of each trace whose lines name one (spans of the trace that do
-    not name it join it)."""
-    keys: dict[str, str] = {}
-    for line in lines:
-        if (key := _own_key(line)) and line.get("trace_id"):
-            keys.setdefault(line["trace_id"], key)
-    return keys
-
-
-def _conversation(line: Mapping[str, Any], trace_keys: Mapping[str, str]) -> str:
-    """A line's conversation: its own key, its trace's, else its trace id (a log record
-    with none of them: its service's name)."""
-    if key := _own_key(line):
-        return key
-    trace_id = line.get("trace_id", "")
-    if trace_id:
-        return trace_keys.get(trace_id, trace_id)
-    return f"service:{line['resource'].get('service.name', 'unknown')}"

@@ -4,6 +4,14 @@ the recording that `manage.py ingest --rebuild` maps again), and the conversatio
 ingested from that file as any recording is (blobviewer.ingest.importers.otlp), for the
 token's user: promotion, redaction, search and facts as for every session.
 
+A line's conversation is the one it names, else its trace's: named by another line of
+the request, or by an earlier request (TraceConversation), else the trace id itself,
+until a line of the trace names its conversation: that conversation then takes in the
+trace's session (its kept lines are added to the conversation's, the session goes, and
+its promoted blobs are replaced by the conversation's: links to them lead on). Spans of
+an agent's run arrive in any order (a tool's span ends, and is exported, before the
+agent's span that names the conversation), and make one session.
+
 A conversation's items are in time order. Spans that arrive after later ones were
 recorded (another batch, another process) re-derive the session's items in that order:
 its items are numbered again, and the outputs they promoted are promoted again, each old
@@ -13,10 +21,11 @@ blob replaced by its new one (docs/otlp.md#order-and-rebuilds).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO
 
 import orjson
 from django.contrib.auth.models import AbstractBaseUser
@@ -28,7 +37,8 @@ from blobviewer.ingest.importers.recording import IMPORT_NAMESPACE, Recording
 from blobviewer.ingest.options import IngestOptions
 from blobviewer.ingest.rows import promoted_text_blob, with_digests
 from blobviewer.ingest.sessions import ingest_session
-from blobviewer.models import Blob, Item, Session
+from blobviewer.models import Blob, Item, Session, TraceConversation
+from blobviewer.otlp.decoding import Decoded, Entry
 from blobviewer.team.ownership import NotYours, claim_session
 
 
@@ -42,6 +52,17 @@ class Received:
     reordered: bool
 
 
+@dataclass(frozen=True)
+class Conversation:
+    """The lines of a request that go to one conversation, and the sessions of traces
+    it names that it takes in."""
+
+    key: str
+    entries: list[Entry]
+    names: set[str]  # trace ids whose conversation this request says it is
+    takes_in: list[uuid.UUID]  # their sessions until now (the trace id's conversation)
+
+
 def conversation_session(key: str) -> uuid.UUID:
     """The session of a conversation key: the same key always finds the same session."""
     return uuid.uuid5(IMPORT_NAMESPACE, f"{otlp.FORMAT}:{key}")
@@ -51,10 +72,47 @@ def kept_path(session_id: uuid.UUID) -> Path:
     return data_dir() / "otlp" / f"{session_id}.jsonl"
 
 
-def check_owner(keys: Iterable[str], owner: AbstractBaseUser) -> None:
-    """Raise NotYours, before anything is written, when a conversation's session is
-    another user's or nobody's."""
-    ids = [conversation_session(key) for key in keys]
+def conversations(decoded: Decoded) -> list[Conversation]:
+    """The request's lines by conversation (see the module's docstring)."""
+    named: dict[str, str] = {}
+    for entry in decoded.entries:
+        if entry.own_key and entry.trace_id:
+            named.setdefault(entry.trace_id, entry.own_key)
+    unnamed = {e.trace_id for e in decoded.entries if e.trace_id and e.trace_id not in named}
+    earlier = dict(
+        TraceConversation.objects.filter(trace_id__in=unnamed).values_list("trace_id", "key")
+    )
+    grouped: dict[str, list[Entry]] = defaultdict(list)
+    for entry in decoded.entries:
+        trace = entry.trace_id
+        key = entry.own_key or named.get(trace) or earlier.get(trace) or trace
+        grouped[key or f"service:{entry.service}"].append(entry)
+    names: dict[str, set[str]] = defaultdict(set)
+    for trace, key in named.items():
+        if key != trace:
+            names[key].add(trace)
+    sessions = {conversation_session(trace): trace for traces in names.values() for trace in traces}
+    existing = set(Session.objects.filter(id__in=sessions).values_list("id", flat=True))
+    return [
+        Conversation(
+            key,
+            entries,
+            names[key],
+            [
+                id_
+                for trace in sorted(names[key])
+                if (id_ := conversation_session(trace)) in existing
+            ],
+        )
+        for key, entries in grouped.items()
+    ]
+
+
+def check_owner(request: Iterable[Conversation], owner: AbstractBaseUser) -> None:
+    """Raise NotYours, before anything is written, when a conversation's session, or one
+    it would take in, is another user's or nobody's."""
+    ids = [conversation_session(c.key) for c in request]
+    ids += [taken for c in request for taken in c.takes_in]
     theirs = Session.objects.filter(id__in=ids).exclude(owner_id=owner.pk).first()
     if theirs is not None:
         raise NotYours(
@@ -63,19 +121,25 @@ def check_owner(keys: Iterable[str], owner: AbstractBaseUser) -> None:
         )
 
 
-def receive(key: str, lines: list[dict[str, Any]], *, owner: AbstractBaseUser) -> Received:
-    """Keep the conversation's new lines and ingest it; raises NotYours (nothing written),
-    IngestError."""
-    session_id = conversation_session(key)
+def receive(conversation: Conversation, lines: IO[bytes], *, owner: AbstractBaseUser) -> Received:
+    """Keep the conversation's new lines (read from *lines*, the file decode wrote) and
+    ingest it; raises NotYours (nothing written), IngestError."""
+    session_id = conversation_session(conversation.key)
     with transaction.atomic():
         claim_session(session_id, owner)  # locks the session's row to the end
         # The claim's placeholder row (no recording yet) is this receiver's.
         Session.objects.filter(id=session_id, source_path="").update(source_format=otlp.FORMAT)
+        taken = list(
+            Session.objects.select_for_update()
+            .filter(id__in=conversation.takes_in, owner_id=owner.pk)
+            .values_list("id", flat=True)
+        )
         path = kept_path(session_id)
-        added = _append_new(path, session_id, key, lines)
+        new = _request_lines(conversation.entries, lines)
+        added = _append_new(path, session_id, conversation.key, _taken_lines(taken, new))
         recording = otlp.load(path)
-        reordered = not _continues(session_id, recording)
-        old_blobs = _promoted_blobs(session_id) if reordered else {}
+        reordered = bool(taken) or not _continues(session_id, recording)
+        old_blobs = _promoted_blobs(session_id, *taken) if reordered else {}
         if reordered:
             Item.objects.filter(session_id=session_id).delete()
         result = ingest_session(
@@ -89,13 +153,51 @@ def receive(key: str, lines: list[dict[str, Any]], *, owner: AbstractBaseUser) -
         )
         if old_blobs:
             _mark_replaced(old_blobs, _promoted_blobs(session_id))
+        _name_traces(conversation, session_id)
+        if taken:
+            Session.objects.filter(id__in=taken).delete()
+            transaction.on_commit(lambda: _remove_kept(taken))
     return Received(session_id, added, result.new_items, reordered)
 
 
-def _promoted_blobs(session_id: uuid.UUID) -> dict[str, uuid.UUID]:
-    """The blob each of the session's promoted outputs and messages went to, by item
-    digest."""
-    items = Item.objects.filter(session_id=session_id).only(
+def _request_lines(entries: list[Entry], lines: IO[bytes]) -> Iterator[tuple[str, bytes]]:
+    for entry in entries:
+        lines.seek(entry.offset)
+        yield entry.line_id, lines.read(entry.size)
+
+
+def _taken_lines(
+    taken: list[uuid.UUID], new: Iterator[tuple[str, bytes]]
+) -> Iterator[tuple[str, bytes]]:
+    """The kept lines of the sessions taken in, then the request's."""
+    for session_id in taken:
+        path = kept_path(session_id)
+        if path.exists():
+            for line in otlp.read_kept(path)[1]:
+                yield otlp.line_id(line), orjson.dumps(line) + b"\n"
+    yield from new
+
+
+def _name_traces(conversation: Conversation, session_id: uuid.UUID) -> None:
+    """Remember the conversation of each trace the request named (the first naming stays)."""
+    TraceConversation.objects.bulk_create(
+        [
+            TraceConversation(trace_id=trace, key=conversation.key, session_id=session_id)
+            for trace in sorted(conversation.names)
+        ],
+        ignore_conflicts=True,
+    )
+
+
+def _remove_kept(sessions: list[uuid.UUID]) -> None:
+    for session_id in sessions:
+        kept_path(session_id).unlink(missing_ok=True)
+
+
+def _promoted_blobs(*session_ids: uuid.UUID) -> dict[str, uuid.UUID]:
+    """The blob each of the sessions' promoted outputs and messages went to, by item
+    digest (the same span makes items of the same digest in any session)."""
+    items = Item.objects.filter(session_id__in=session_ids).only(
         "pk", "seq", "type", "tool", "output", "text", "digest"
     )
     return {item.digest: blob for item in items if (blob := promoted_text_blob(item))}
@@ -109,27 +211,34 @@ def _mark_replaced(old: dict[str, uuid.UUID], new: dict[str, uuid.UUID]) -> None
             Blob.objects.filter(pk=old_blob).update(replaced_by_id=new_blob)
 
 
-def _append_new(path: Path, session_id: uuid.UUID, key: str, lines: list[dict[str, Any]]) -> int:
-    """Append the lines the kept file does not hold yet (a span sent again is held);
-    how many."""
+def _append_new(
+    path: Path, session_id: uuid.UUID, key: str, lines: Iterable[tuple[str, bytes]]
+) -> int:
+    """Append the *lines* (each with its line id) the kept file does not hold yet (a span
+    sent again is held); how many."""
     held: set[str] = set()
     if path.exists():
         held = {otlp.line_id(line) for line in otlp.read_kept(path)[1]}
     else:
         path.parent.mkdir(parents=True, exist_ok=True)
-    new = []
-    for line in lines:
-        if (line_id := otlp.line_id(line)) not in held:
+    added = 0
+    file = None
+    try:
+        for line_id, data in lines:
+            if line_id in held:
+                continue
+            if file is None:
+                file = path.open("ab")
+                if file.tell() == 0:
+                    header = {"type": otlp.HEADER_TYPE, "id": str(session_id), "conversation": key}
+                    file.write(orjson.dumps(header) + b"\n")
             held.add(line_id)
-            new.append(orjson.dumps(line) + b"\n")
-    if not new:
-        return 0
-    with path.open("ab") as file:
-        if file.tell() == 0:
-            header = {"type": otlp.HEADER_TYPE, "id": str(session_id), "conversation": key}
-            file.write(orjson.dumps(header) + b"\n")
-        file.writelines(new)
-    return len(new)
+            file.write(data)
+            added += 1
+    finally:
+        if file is not None:
+            file.close()
+    return added
 
 
 def _continues(session_id: uuid.UUID, recording: Recording) -> bool:

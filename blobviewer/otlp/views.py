@@ -1,16 +1,24 @@
 """`POST /v1/traces` and `POST /v1/logs`: the OTLP/HTTP receiver (docs/otlp.md).
 
-A request is authenticated by an API token as uploads are (blobviewer.team.views), read
-whole up to the upload limit (gzip undone, bounded too), decoded (blobviewer.otlp.decoding)
-and recorded conversation by conversation (blobviewer.otlp.receiving). The answer is the
-Export…ServiceResponse in the request's encoding, a refusal a google.rpc.Status in it.
+A request is authenticated by an API token as uploads are (blobviewer.team.views), spooled
+to a temporary file up to the upload limit (gzip undone as it arrives, bounded too),
+decoded from that file's mapping into lines in a second file (blobviewer.otlp.decoding),
+and recorded conversation by conversation from there (blobviewer.otlp.receiving): a
+request is held in memory once, as its parsed message, and only while it is decoded. The
+answer is the Export…ServiceResponse in the request's encoding, a refusal a google.rpc.Status in it.
 """
 
 from __future__ import annotations
 
 import io
 import logging
+import mmap
+import tempfile
 import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
@@ -18,6 +26,7 @@ from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
+from blobviewer.data_dir import data_dir
 from blobviewer.ingest.errors import IngestError
 from blobviewer.otlp.decoding import (
     JSON,
@@ -31,13 +40,14 @@ from blobviewer.otlp.decoding import (
 )
 from blobviewer.otlp.decoding import response_body as export_response
 from blobviewer.otlp.flood import retry_after
-from blobviewer.otlp.receiving import check_owner, receive
+from blobviewer.otlp.receiving import check_owner, conversations, receive
 from blobviewer.responses import plain_text
 from blobviewer.team.ownership import NotYours
 from blobviewer.team.uploads import UploadError, content_length, copy_body, too_big
 from blobviewer.team.views import api_token
 
 logger = logging.getLogger(__name__)
+_CHUNK = 64 * 1024
 
 
 @login_not_required  # exporters authenticate with an API token
@@ -72,12 +82,16 @@ def _export(request: HttpRequest, signal: Signal) -> HttpResponse:
         said = f"unsupported Content-Type {content_type or '(none)'!r}: send {PROTOBUF} or {JSON}"
         return _refused(said, 415, content_type)
     try:
-        body = _body(request, max_bytes=settings.BLOBVIEWER_UPLOAD_MAX_BYTES)
-        decoded = decode(signal, body, content_type)
-        del body  # the lines hold what it said; not the whole request twice
-        check_owner(decoded.conversations, token.user)
-        for key, lines in decoded.conversations.items():
-            receive(key, lines, owner=token.user)
+        with (
+            _spooled(request, max_bytes=settings.BLOBVIEWER_UPLOAD_MAX_BYTES) as body,
+            tempfile.TemporaryFile(dir=_spool_dir()) as lines,
+        ):
+            decoded = decode(signal, body.view, content_type, lines)
+            body.release()  # the message is let go too: from here on, only lines on disk
+            request_conversations = conversations(decoded)
+            check_owner(request_conversations, token.user)
+            for conversation in request_conversations:
+                receive(conversation, lines, owner=token.user)
     except UploadError as error:
         return _refused(error.message, error.status, content_type)
     except BadBody as error:
@@ -90,28 +104,74 @@ def _export(request: HttpRequest, signal: Signal) -> HttpResponse:
     return HttpResponse(export_response(signal, decoded, content_type), content_type=content_type)
 
 
-def _body(request: HttpRequest, *, max_bytes: int) -> bytes:
-    """The request's body, gunzipped when it says so; raises UploadError (413 over
-    *max_bytes*, before or after gzip; 400 for a damaged gzip stream)."""
+class _Body:
+    """The request's body, spooled to a file and mapped (a view the parser reads without a
+    copy), released once decoded."""
+
+    def __init__(self, file: IO[bytes]) -> None:
+        size = file.seek(0, io.SEEK_END)
+        self._map = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) if size else None
+        self.view = memoryview(self._map) if self._map is not None else memoryview(b"")
+
+    def release(self) -> None:
+        self.view.release()
+        if self._map is not None:
+            self._map.close()
+            self._map = None
+
+
+@contextmanager
+def _spooled(request: HttpRequest, *, max_bytes: int) -> Iterator[_Body]:
+    """The request's body, gunzipped as it arrives when it says so, in a temporary file
+    (never in memory whole): a view of it. Raises UploadError (413 over *max_bytes*,
+    before or after gzip; 400 for a damaged gzip stream; 415 for another encoding)."""
     if content_length(request) > max_bytes:
         raise too_big(max_bytes)
-    buffer = io.BytesIO()
-    copy_body(request, buffer, max_bytes=max_bytes)
     encoding = request.headers.get("Content-Encoding", "").strip().lower()
-    if encoding in ("", "identity"):
-        return buffer.getvalue()
-    if encoding != "gzip":
+    if encoding not in ("", "identity", "gzip"):
         raise UploadError(
             f"unsupported Content-Encoding {encoding!r}: send gzip or none", status=415
         )
+    with tempfile.TemporaryFile(dir=_spool_dir()) as file:
+        if encoding == "gzip":
+            _gunzip(request, file, max_bytes=max_bytes)
+        else:
+            copy_body(request, file, max_bytes=max_bytes)
+        body = _Body(file)
+        try:
+            yield body
+        finally:
+            body.release()
+
+
+def _gunzip(request: HttpRequest, file: IO[bytes], *, max_bytes: int) -> None:
     inflater = zlib.decompressobj(wbits=31)
+    received = written = 0
     try:
-        body = inflater.decompress(buffer.getbuffer(), max_bytes + 1)
+        while chunk := request.read(_CHUNK):
+            received += len(chunk)
+            while chunk:
+                data = inflater.decompress(chunk, _CHUNK)
+                written += len(data)
+                if received > max_bytes or written > max_bytes:
+                    raise too_big(max_bytes)
+                file.write(data)
+                chunk = inflater.unconsumed_tail
+        written += file.write(inflater.flush())
     except zlib.error as error:
         raise UploadError(f"not a gzip body: {error}") from None
-    if len(body) > max_bytes or inflater.unconsumed_tail:
+    if not inflater.eof:
+        raise UploadError("not a gzip body: it ends before its stream does")
+    if written > max_bytes:
         raise too_big(max_bytes)
-    return body
+
+
+def _spool_dir() -> Path:
+    """Where a request is spooled: beside the kept conversations, on the disk that holds
+    the data (not a small /tmp); the files have no name, so nothing is left behind."""
+    folder = data_dir() / "otlp"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
 
 
 def _refused(message: str, status: int, content_type: str) -> HttpResponse:
