@@ -1,0 +1,164 @@
+"""How the receiver takes a request in (docs/otlp.md#limits): spooled, never whole in
+memory as bytes, and a trace's spans that arrive before the span naming their
+conversation joining it once it comes."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import mmap
+
+import pytest
+from django.core.handlers.wsgi import WSGIRequest
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+from blobviewer.ingest.rows import promoted_blob_id
+from blobviewer.models import Blob, Session, TraceConversation
+from blobviewer.otlp import views
+from blobviewer.otlp.receiving import conversation_session, kept_path
+from web.otlp.otlp_requests import BIG, as_otlp_json, post, steps
+from web.otlp.test_otlp_conventions import spans_of
+
+
+def agent_run() -> list:
+    """A run whose conversation only the agent's span names (it ends, and is exported,
+    after its tools' and model calls' spans), and a tool span that ends after it."""
+    return spans_of(
+        (
+            "execute_tool fetch",
+            1,
+            2,
+            {
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": "fetch",
+                "gen_ai.tool.call.result": BIG,
+            },
+        ),
+        (
+            "chat gpt-4.1",
+            3,
+            4,
+            {
+                "gen_ai.operation.name": "chat",
+                "gen_ai.output.messages": json.dumps(
+                    [{"role": "assistant", "parts": [{"type": "text", "content": "Fetched."}]}]
+                ),
+            },
+        ),
+        (
+            "invoke_agent joiner",
+            0,
+            9,
+            {
+                "gen_ai.operation.name": "invoke_agent",
+                "gen_ai.agent.name": "joiner",
+                "gen_ai.conversation.id": "joined",
+            },
+        ),
+        (
+            "execute_tool late",
+            5,
+            6,
+            {
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": "late",
+                "gen_ai.tool.call.result": "done",
+            },
+        ),
+    )
+
+
+@pytest.mark.django_db
+def test_spans_sent_before_their_conversation_is_named_join_it(
+    client, api_token, data_dir, django_capture_on_commit_callbacks
+):
+    fetch, chat, agent, late, _root = agent_run()
+    trace = f"{fetch.context.trace_id:032x}"
+    for span in (fetch, chat):
+        assert post(client, as_otlp_json([span]), api_token[1]).status_code == 200
+    # Until then the trace is its own session.
+    provisional = Session.objects.get(id=conversation_session(trace))
+    assert [item.type for item in steps(trace)] == ["assistant", "tool_result", "assistant"]
+    first_blob = promoted_blob_id(steps(trace)[1])
+    with django_capture_on_commit_callbacks(execute=True):  # the trace's kept file goes then
+        assert post(client, as_otlp_json([agent]), api_token[1]).status_code == 200
+    joined = Session.objects.get(id=conversation_session("joined"))
+    assert joined.title == "joiner"
+    items = steps("joined")
+    assert [(item.type, item.tool) for item in items] == [
+        ("assistant", ""),
+        ("tool_result", "fetch"),
+        ("assistant", ""),
+    ]
+    assert items[2].text == "Fetched."
+    assert not Session.objects.filter(id=provisional.id).exists()
+    assert not kept_path(provisional.id).exists()
+    # The output promoted in the trace's session leads to the one promoted again here.
+    assert Blob.objects.get(pk=first_blob).replaced_by_id == promoted_blob_id(items[1])
+    assert TraceConversation.objects.get(trace_id=trace).session_id == joined.id
+    # A span of the trace that comes later, naming nothing, joins the conversation.
+    assert post(client, as_otlp_json([late]), api_token[1]).status_code == 200
+    assert [item.tool for item in steps("joined")] == ["", "fetch", "", "", "late"]
+    assert not Session.objects.filter(id=conversation_session(trace)).exists()
+
+
+@pytest.mark.django_db
+def test_a_trace_session_of_another_user_is_not_taken_in(
+    client, api_token, data_dir, django_user_model
+):
+    from blobviewer.models import ApiToken
+
+    fetch, _, agent, _, _ = agent_run()
+    bob = django_user_model.objects.create_user("bob")
+    _, bobs = ApiToken.objects.issue(user=bob, name="bob's agent")
+    assert post(client, as_otlp_json([fetch]), bobs).status_code == 200
+    assert post(client, as_otlp_json([agent]), api_token[1]).status_code == 403
+    assert not Session.objects.filter(id=conversation_session("joined")).exists()
+
+
+@pytest.mark.django_db
+def test_a_request_is_read_in_blocks_into_a_file_never_whole(
+    client, api_token, data_dir, monkeypatch
+):
+    reads: list[int] = []
+    read = WSGIRequest.read
+
+    def counted(self, *args, **kwargs):
+        data = read(self, *args, **kwargs)
+        reads.append(len(data))
+        return data
+
+    def whole(self):
+        raise AssertionError("the body was read whole")
+
+    decoded_from = []
+    decode = views.decode
+
+    def decoding(signal, body, content_type, into):
+        decoded_from.append((type(body.obj), len(body)))
+        return decode(signal, body, content_type, into)
+
+    monkeypatch.setattr(WSGIRequest, "read", counted)
+    monkeypatch.setattr(WSGIRequest, "body", property(whole))
+    monkeypatch.setattr(views, "decode", decoding)
+    body = encode_spans(agent_run()).SerializeToString()
+    response = post(
+        client,
+        gzip.compress(body),
+        api_token[1],
+        content_type="application/x-protobuf",
+        **{"Content-Encoding": "gzip"},
+    )
+    assert response.status_code == 200, response.content
+    assert sum(reads) == len(gzip.compress(body)) and max(reads) <= 64 * 1024
+    assert decoded_from == [(mmap.mmap, len(body))]  # the spooled file, gunzipped
+    assert len(steps("joined")) == 5
+
+
+@pytest.mark.django_db
+def test_a_gzip_body_cut_short_is_refused(client, api_token, data_dir):
+    body = gzip.compress(as_otlp_json(agent_run()))
+    response = post(client, body[: len(body) // 2], api_token[1], **{"Content-Encoding": "gzip"})
+    assert response.status_code == 400
+    assert json.loads(response.content)["message"].startswith("not a gzip body")
+    assert not Session.objects.exists()
