@@ -16,10 +16,18 @@ A conversation's items are in time order. Spans that arrive after later ones wer
 recorded (another batch, another process) re-derive the session's items in that order:
 its items are numbered again, and the outputs they promoted are promoted again, each old
 blob replaced by its new one (docs/otlp.md#order-and-rebuilds).
+
+With blobs in an object store, each conversation's file is kept there too, as ingest keeps
+recordings (blobviewer.ingest.kept_recordings: `<prefix>/sessions/<id>/otlp.recording`),
+and that copy is the conversation: a host whose own file differs takes the copy before it
+adds a request's lines, so requests sent to any host of a team add to one session, and a
+rebuild on any host maps all of it. The session's row lock makes one request at a time
+read and replace the copy.
 """
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
@@ -31,6 +39,7 @@ import orjson
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
+from blobviewer.catalog.session_logs import KeptRecordings, kept_recordings
 from blobviewer.data_dir import blob_store, data_dir
 from blobviewer.ingest.importers import otlp
 from blobviewer.ingest.importers.recording import IMPORT_NAMESPACE, Recording
@@ -135,6 +144,9 @@ def receive(conversation: Conversation, lines: IO[bytes], *, owner: AbstractBase
             .values_list("id", flat=True)
         )
         path = kept_path(session_id)
+        copies = kept_recordings()
+        if copies is not None:
+            _fetch_newer(copies, session_id, path)
         new = _request_lines(conversation.entries, lines)
         added = _append_new(path, session_id, conversation.key, _taken_lines(taken, new))
         recording = otlp.load(path)
@@ -154,9 +166,12 @@ def receive(conversation: Conversation, lines: IO[bytes], *, owner: AbstractBase
         if old_blobs:
             _mark_replaced(old_blobs, _promoted_blobs(session_id))
         _name_traces(conversation, session_id)
+        if copies is not None and added:
+            data = path.read_bytes()
+            copies.keep(session_id, otlp.FORMAT, data, name=path.name, layout="file")
         if taken:
             Session.objects.filter(id__in=taken).delete()
-            transaction.on_commit(lambda: _remove_kept(taken))
+            transaction.on_commit(lambda: _remove_kept(taken, copies))
     return Received(session_id, added, result.new_items, reordered)
 
 
@@ -189,9 +204,35 @@ def _name_traces(conversation: Conversation, session_id: uuid.UUID) -> None:
     )
 
 
-def _remove_kept(sessions: list[uuid.UUID]) -> None:
+def _remove_kept(sessions: list[uuid.UUID], copies: KeptRecordings | None) -> None:
     for session_id in sessions:
         kept_path(session_id).unlink(missing_ok=True)
+        if copies is not None:
+            copies.delete(session_id)
+
+
+def _same(path: Path, size: int, sha256: str) -> bool:
+    """Whether the file at *path* has *size* bytes whose digest is *sha256*."""
+    if not path.exists() or path.stat().st_size != size:
+        return False
+    return hashlib.sha256(path.read_bytes()).hexdigest() == sha256
+
+
+def _fetch_newer(copies: KeptRecordings, session_id: uuid.UUID, path: Path) -> None:
+    """With blobs in an object store, the conversation's kept file is the copy there
+    (every host's requests add to it): this host's file is replaced by the copy when they
+    differ (another host added to it since, or this host never had it)."""
+    copy = copies.info(session_id, otlp.FORMAT)
+    if copy is None:
+        return
+    if _same(path, copy.size, copy.sha256):
+        return
+    found = copies.read(session_id, otlp.FORMAT)
+    if found is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f".{path.name}.part")
+        partial.write_bytes(found[1])
+        partial.replace(path)
 
 
 def _promoted_blobs(*session_ids: uuid.UUID) -> dict[str, uuid.UUID]:

@@ -243,3 +243,53 @@ def test_two_hosts_on_one_database_and_bucket_serve_the_same_sessions_and_blobs(
         kept = [p for p in host.data.rglob("*") if p.is_file() and p.suffix in (".txt", ".json")]
         kept += list(host.data.glob("sessions/*.jsonl"))
         assert kept == [], (host.name, kept)
+
+
+def test_an_otlp_conversation_sent_to_both_hosts_is_one_session_rebuilt_anywhere(
+    hosts, tmp_path, s3_place, server_database
+):
+    from blobviewer.otlp.receiving import conversation_session
+    from web.otlp.otlp_requests import BIG, as_otlp_json
+    from web.otlp.test_otlp_conventions import spans_of
+
+    a, b = hosts
+    secret = api_token(a.env)
+    tool = {"gen_ai.conversation.id": "two-hosts", "gen_ai.operation.name": "execute_tool"}
+    first, second, _root = spans_of(
+        ("fetch", 1, 2, {**tool, "gen_ai.tool.name": "fetch", "gen_ai.tool.call.result": BIG}),
+        ("count", 3, 4, {**tool, "gen_ai.tool.name": "count", "gen_ai.tool.call.result": "7"}),
+    )
+    for host, span in ((a, first), (b, second)):
+        response = httpx.post(
+            f"{host.url}/v1/traces",
+            content=as_otlp_json([span]),
+            headers={"Authorization": f"Bearer {secret}", "Content-Type": "application/json"},
+            timeout=60,
+        )
+        assert response.status_code == 200, response.text
+    session_id = conversation_session("two-hosts")
+    show = (
+        "from blobviewer.models import Item\n"
+        f"items = Item.objects.filter(session_id='{session_id}').order_by('seq')\n"
+        "print([(i.type, i.tool, i.output[:6]) for i in items])\n"
+    )
+    both = str(
+        [("assistant", "", ""), ("tool_result", "fetch", "[blob:")]
+        + [("assistant", "", ""), ("tool_result", "count", "7")]
+    )
+    assert manage(b.env, "shell", "-c", show).stdout.strip().splitlines()[-1] == both
+    # A third host, which never had the conversation's file, maps it again from the copy
+    # when the importer has improved since (here: the session says an older one mapped it).
+    env_c = host_env(tmp_path, "host-c", database_url=server_database, place=s3_place)
+    older = (
+        "from blobviewer.models import Session\n"
+        f"Session.objects.filter(id='{session_id}').update(importer_version=1)\n"
+    )
+    assert manage(env_c, "shell", "-c", older).returncode == 0
+    rebuilt = manage(env_c, "ingest", "--rebuild", "--all")
+    assert rebuilt.returncode == 0, rebuilt.stdout + rebuilt.stderr
+    assert manage(env_c, "shell", "-c", show).stdout.strip().splitlines()[-1] == both
+    assert "rebuilt: 4 items re-derived" in rebuilt.stdout, rebuilt.stdout
+    assert not (env_c_data := Path(env_c["BLOBVIEWER_DATA"]) / "otlp").exists() or not any(
+        env_c_data.iterdir()
+    )  # read from the copy, not kept here
