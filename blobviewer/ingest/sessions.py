@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -169,6 +169,7 @@ def ingest_session(
     version: int | None = None,
     options: IngestOptions = DEFAULT_OPTIONS,
     earlier: Sequence[Mapping[str, Any]] | None = None,
+    kept_blobs: Mapping[str, uuid.UUID] | None = None,
 ) -> IngestResult:
     """Upsert a session and add the records it does not have yet, atomically.
 
@@ -208,6 +209,10 @@ def ingest_session(
     *earlier* the recorded items those lines change. NotResumable is raised, and nothing
     written, when they do not go on from the session as recorded.
 
+    *kept_blobs*: the blob a new item of that digest was promoted to before (the OTLP
+    receiver re-derives the items after a span that came late): a new item's output that
+    is still what that blob holds is summarised under it, and nothing is stored.
+
     Another ingest of the same session (another file of it, an upload, another process)
     may commit between the plan and this transaction: its rows then conflict with these,
     nothing of this try is kept, and the ingest is planned again from what that one wrote
@@ -215,7 +220,7 @@ def ingest_session(
     """
     if version is None:
         version = importer_version(source_format)
-    source = _Source(source_path, source_format, version, earlier)
+    source = _Source(source_path, source_format, version, earlier, kept_blobs or {})
     tries = 1 if connection.in_atomic_block else _TRIES
     for attempt in range(1, tries + 1):
         try:
@@ -264,6 +269,7 @@ class _Source:
     format: str
     version: int
     earlier: Sequence[Mapping[str, Any]] | None = None  # see ingest_session
+    kept_blobs: Mapping[str, uuid.UUID] = field(default_factory=dict)  # see ingest_session
 
 
 def _ingest_once(
@@ -349,7 +355,10 @@ def _prepare(
     item rows, the facts of the blobs they reference."""
     # Secrets go before anything is stored (core.redaction): the items, and the blobs
     # their outputs are promoted to.
-    new_records = [promotions.promoted(redact_item(record)) for record in plan.new]
+    new_records = [
+        promotions.promoted(redact_item(record), reuse=source.kept_blobs.get(record["digest"]))
+        for record in plan.new
+    ]
     rederived_records = [
         promotions.promoted(redact_item(record), reuse=plan.old_blobs.get(record["seq"]))
         for record in plan.rederived

@@ -12,10 +12,10 @@ its promoted blobs are replaced by the conversation's: links to them lead on). S
 an agent's run arrive in any order (a tool's span ends, and is exported, before the
 agent's span that names the conversation), and make one session.
 
-A conversation's items are in time order. Spans that arrive after later ones were
-recorded (another batch, another process) re-derive the session's items in that order:
-its items are numbered again, and the outputs they promoted are promoted again, each old
-blob replaced by its new one (docs/otlp.md#order-and-rebuilds).
+A conversation's items are in time order. A span that arrives after later ones were
+recorded (another batch, another process) takes its place among them: the items after
+its first one are made again, numbered on from it, and the outputs they had promoted keep
+their blobs (docs/otlp.md#order-and-rebuilds).
 
 With blobs in an object store, each conversation's file is kept there too, as ingest keeps
 recordings (blobviewer.ingest.kept_recordings: `<prefix>/sessions/<id>/otlp.recording`),
@@ -150,10 +150,10 @@ def receive(conversation: Conversation, lines: IO[bytes], *, owner: AbstractBase
         new = _request_lines(conversation.entries, lines)
         added = _append_new(path, session_id, conversation.key, _taken_lines(taken, new))
         recording = otlp.load(path)
-        reordered = bool(taken) or not _continues(session_id, recording)
-        old_blobs = _promoted_blobs(session_id, *taken) if reordered else {}
-        if reordered:
-            Item.objects.filter(session_id=session_id).delete()
+        kept = _items_in_place(session_id, recording)
+        old_blobs = _promoted_blobs(session_id, *taken) if kept is not None or taken else {}
+        if kept is not None:  # a span came late: the items after its first one are made again
+            Item.objects.filter(session_id=session_id, seq__gt=kept).delete()
         result = ingest_session(
             recording.header,
             recording.records,
@@ -162,6 +162,7 @@ def receive(conversation: Conversation, lines: IO[bytes], *, owner: AbstractBase
             source_format=otlp.FORMAT,
             # A session an older importer version mapped is mapped again, in place.
             options=IngestOptions(owner=owner, claimed_only=True, rebuild=True),
+            kept_blobs=old_blobs,  # an output made again keeps its blob
         )
         if old_blobs:
             _mark_replaced(old_blobs, _promoted_blobs(session_id))
@@ -172,7 +173,7 @@ def receive(conversation: Conversation, lines: IO[bytes], *, owner: AbstractBase
         if taken:
             Session.objects.filter(id__in=taken).delete()
             transaction.on_commit(lambda: _remove_kept(taken, copies))
-    return Received(session_id, added, result.new_items, reordered)
+    return Received(session_id, added, result.new_items, kept is not None)
 
 
 def _request_lines(entries: list[Entry], lines: IO[bytes]) -> Iterator[tuple[str, bytes]]:
@@ -282,11 +283,14 @@ def _append_new(
     return added
 
 
-def _continues(session_id: uuid.UUID, recording: Recording) -> bool:
-    """Whether the items recorded come first in the recording, in their order (so the
-    new ones can follow them); else the session is re-derived in time order."""
+def _items_in_place(session_id: uuid.UUID, recording: Recording) -> int | None:
+    """None when the items recorded come first in the recording, in their order (the new
+    ones follow them); else how many of them do (the rest are made again, in time order)."""
     recorded = list(
-        Item.objects.filter(session_id=session_id).order_by("seq").values_list("digest", flat=True)
+        Item.objects.filter(session_id=session_id).order_by("seq").values_list("seq", "digest")
     )
     digests = [record["digest"] for record in with_digests(recording.records, otlp.FORMAT)]
-    return digests[: len(recorded)] == recorded
+    for index, (_, digest) in enumerate(recorded):
+        if index >= len(digests) or digests[index] != digest:
+            return recorded[index - 1][0] if index else 0
+    return None

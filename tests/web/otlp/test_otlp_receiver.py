@@ -147,13 +147,18 @@ def test_the_same_batch_as_otlp_json_with_hex_ids(client, api_token, data_dir):
 @pytest.mark.django_db
 def test_spans_out_of_order_and_sent_again_make_one_run_in_time_order(client, api_token, data_dir):
     spans = genai_batch()
+    first_blob = None
     for span in reversed(spans):  # the agent span first, the chat turn last
         assert post(client, as_otlp_json([span]), api_token[1]).status_code == 200
+        fetched = [item for item in steps("conv-1") if item.tool == "fetch_report"]
+        if first_blob is None and fetched:  # the 2 MB output is in, before the chat turn
+            first_blob = promoted_blob_id(fetched[-1])
+            assert first_blob is not None
     assert_the_run_reads_back()
-    # The 2 MB output was promoted before the chat turn came; promoted again since, the old
-    # blob leads to the new one.
-    now = promoted_blob_id(steps("conv-1")[3])
-    assert list(Blob.objects.exclude(pk=now).values_list("replaced_by_id", flat=True)) == [now]
+    # The 2 MB output was promoted before the chat turn came, which numbered it again: it
+    # keeps its blob, and no other blob was stored.
+    assert promoted_blob_id(steps("conv-1")[3]) == first_blob
+    assert list(Blob.objects.values_list("id", "replaced_by_id")) == [(first_blob, None)]
     # Everything again, in one batch: nothing doubles, nothing is promoted again.
     blobs = set(blob_store().ids_sync())
     assert post(client, as_otlp_json(spans), api_token[1]).status_code == 200
@@ -255,3 +260,24 @@ def test_a_request_after_the_mapping_improved_maps_the_conversation_again(
     assert_the_run_reads_back()
     session = Session.objects.get(id=conversation_session("conv-1"))
     assert session.importer_version == otlp.IMPORTER_VERSION
+
+
+@pytest.mark.django_db
+def test_a_late_span_remakes_only_the_items_after_it(client, api_token, data_dir):
+    chat, fetch, query, _agent = genai_batch()  # in the order they ended
+    for span in (chat, query):
+        assert post(client, as_otlp_json([span]), api_token[1]).status_code == 200
+    before = {item.seq: item.pk for item in steps("conv-1")}
+    assert post(client, as_otlp_json([fetch]), api_token[1]).status_code == 200
+    after = steps("conv-1")
+    assert [(item.seq, item.tool) for item in after] == [
+        (1, ""),
+        (2, ""),
+        (3, ""),
+        (4, "fetch_report"),
+        (5, ""),
+        (6, "run_query"),
+    ]
+    # The user's message and the model's turn, before the late span, are the same rows.
+    assert [item.pk for item in after[:2]] == [before[1], before[2]]
+    assert {item.pk for item in after[2:]}.isdisjoint(before.values())

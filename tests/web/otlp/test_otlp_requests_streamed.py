@@ -93,8 +93,9 @@ def test_spans_sent_before_their_conversation_is_named_join_it(
     assert items[2].text == "Fetched."
     assert not Session.objects.filter(id=provisional.id).exists()
     assert not kept_path(provisional.id).exists()
-    # The output promoted in the trace's session leads to the one promoted again here.
-    assert Blob.objects.get(pk=first_blob).replaced_by_id == promoted_blob_id(items[1])
+    # The output promoted in the trace's session is the conversation's, in the same blob.
+    assert promoted_blob_id(items[1]) == first_blob
+    assert list(Blob.objects.values_list("id", "replaced_by_id")) == [(first_blob, None)]
     assert TraceConversation.objects.get(trace_id=trace).session_id == joined.id
     # A span of the trace that comes later, naming nothing, joins the conversation.
     assert post(client, as_otlp_json([late]), api_token[1]).status_code == 200
