@@ -8,7 +8,7 @@ A line's conversation is the one it names, else its trace's: named by another li
 the request, or by an earlier request (TraceConversation), else the trace id itself,
 until a line of the trace names its conversation: that conversation then takes in the
 trace's session (its kept lines are added to the conversation's, the session goes, and
-its promoted blobs are replaced by the conversation's: links to them lead on). Spans of
+the outputs it promoted keep their blobs in the conversation). Spans of
 an agent's run arrive in any order (a tool's span ends, and is exported, before the
 agent's span that names the conversation), and make one session.
 
