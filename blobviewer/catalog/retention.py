@@ -31,7 +31,7 @@ from django.utils import timezone
 
 from blobviewer.catalog.blobs import derived_bytes, discard_derived
 from blobviewer.catalog.session_logs import kept_recordings, session_logs
-from blobviewer.data_dir import blob_store, on_object_store, sessions_dir
+from blobviewer.data_dir import blob_store, data_dir, on_object_store, sessions_dir
 from blobviewer.models import (
     Blob,
     BlobRef,
@@ -369,7 +369,8 @@ def _delete_kept_logs(sessions: Sequence[tuple[uuid.UUID, str]], errors: list[st
 def _log_files(sessions: Sequence[tuple[uuid.UUID, str]]) -> list[Path]:
     """The log files of *sessions* inside `<data>/sessions/`: `<id>.jsonl`, and the file
     a session was ingested from when that lies in the same folder and no remaining session
-    was read from it. Nothing outside that folder is ever named here."""
+    was read from it; and the spans an OpenTelemetry conversation sent, `<data>/otlp/<id>.jsonl`.
+    Nothing outside those folders is ever named here."""
     folder = sessions_dir()
     try:
         root = folder.resolve()
@@ -379,6 +380,8 @@ def _log_files(sessions: Sequence[tuple[uuid.UUID, str]]) -> list[Path]:
     files: dict[Path, None] = {}
     for session_id, source_path in sessions:
         files.setdefault(folder / f"{session_id}.jsonl", None)
+        # The spans the OTLP receiver kept of a conversation (blobviewer.otlp.receiving).
+        files.setdefault(data_dir() / "otlp" / f"{session_id}.jsonl", None)
         source = Path(source_path) if source_path else None
         if (
             source is not None

@@ -163,3 +163,23 @@ def test_a_gzip_body_cut_short_is_refused(client, api_token, data_dir):
     assert response.status_code == 400
     assert json.loads(response.content)["message"].startswith("not a gzip body")
     assert not Session.objects.exists()
+
+
+@pytest.mark.django_db
+def test_pruning_a_conversation_takes_its_kept_spans_and_traces_along(client, api_token, data_dir):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from blobviewer.catalog.retention import prune
+
+    spans = agent_run()
+    assert post(client, as_otlp_json(spans), api_token[1]).status_code == 200
+    session_id = conversation_session("joined")
+    assert kept_path(session_id).exists() and TraceConversation.objects.exists()
+    long_ago = timezone.now() - timedelta(days=200)
+    Session.objects.filter(id=session_id).update(updated_at=long_ago)
+    report = prune(older_than=timedelta(days=90))
+    assert report.sessions == 1
+    assert not kept_path(session_id).exists()
+    assert not TraceConversation.objects.exists()
