@@ -109,9 +109,9 @@ def decode(signal: Signal, body: bytes | memoryview, content_type: str, into: IO
     decoded = Decoded()
     try:
         for line in _lines(signal, body, content_type):
-            if line["kind"] == "span" and not line.get("span_id"):
+            if why := _bad_ids(line):
                 decoded.refused += 1
-                decoded.why = "a span without a span id"
+                decoded.why = why
                 continue
             data = orjson.dumps(line) + b"\n"
             decoded.entries.append(
@@ -129,6 +129,20 @@ def decode(signal: Signal, body: bytes | memoryview, content_type: str, into: IO
         raise BadBody(f"not an OTLP {signal.request.__name__}: {error}") from None
     into.flush()
     return decoded
+
+
+def _bad_ids(line: Mapping[str, Any]) -> str:
+    """Why a line's ids are refused ("" when they are not): a span has a span id of 8
+    bytes and a trace id of 16, as OTLP says; a log record no trace id, or one of 16."""
+    span_id, trace_id = line.get("span_id", ""), line.get("trace_id", "")
+    if line["kind"] == "span":
+        if not span_id:
+            return "a span without a span id"
+        if len(span_id) != 16 or len(trace_id) != 32:
+            return "a span whose trace id is not 16 bytes or whose span id is not 8"
+    elif trace_id and len(trace_id) != 32:
+        return "a log record whose trace id is not 16 bytes"
+    return ""
 
 
 def own_key(line: Mapping[str, Any]) -> str:
@@ -208,8 +222,8 @@ def response_body(signal: Signal, decoded: Decoded, content_type: str) -> bytes:
 
 
 # google.rpc.Code of each refusal's HTTP status: INVALID_ARGUMENT, PERMISSION_DENIED,
-# RESOURCE_EXHAUSTED.
-_RPC_CODES = {400: 3, 403: 7, 413: 8, 415: 3, 429: 8}
+# NOT_FOUND, RESOURCE_EXHAUSTED.
+_RPC_CODES = {400: 3, 403: 7, 410: 5, 413: 8, 415: 3, 429: 8}
 
 
 def refusal_body(status: int, message: str, content_type: str) -> bytes:

@@ -27,13 +27,14 @@ def retry_after(token: ApiToken, *, per_minute: int, now: float | None = None) -
     now = time.time() if now is None else now
     minute = int(now // _WINDOW)
     rows = ApiToken.objects.filter(pk=token.pk)
-    # Counted in the open window, else the window opened (a request that lost the race to
+    # Counted in the open window, else a new window opened over an older one (never over a
+    # newer one: a host whose clock is behind counts in it; a request that lost the race to
     # open it is counted in the one the winner opened).
     for _ in range(2):
         if rows.filter(window_minute=minute, window_requests__lt=per_minute).update(
             window_requests=F("window_requests") + 1
         ):
             return 0
-        if rows.exclude(window_minute=minute).update(window_minute=minute, window_requests=1):
+        if rows.filter(window_minute__lt=minute).update(window_minute=minute, window_requests=1):
             return 0
     return max(1, math.ceil((minute + 1) * _WINDOW - now))

@@ -44,6 +44,7 @@ from blobviewer.data_dir import blob_store, data_dir
 from blobviewer.ingest.importers import otlp
 from blobviewer.ingest.importers.recording import IMPORT_NAMESPACE, Recording
 from blobviewer.ingest.options import IngestOptions
+from blobviewer.ingest.planning import check_not_pruned
 from blobviewer.ingest.rows import promoted_text_blob, with_digests
 from blobviewer.ingest.sessions import ingest_session
 from blobviewer.models import Blob, Item, Session, TraceConversation
@@ -63,13 +64,13 @@ class Received:
 
 @dataclass(frozen=True)
 class Conversation:
-    """The lines of a request that go to one conversation, and the sessions of traces
-    it names that it takes in."""
+    """The lines of a request that go to one conversation, and the traces it names (their
+    sessions until now, the trace ids' conversations, it takes in)."""
 
     key: str
     entries: list[Entry]
     names: set[str]  # trace ids whose conversation this request says it is
-    takes_in: list[uuid.UUID]  # their sessions until now (the trace id's conversation)
+    trace_only: bool = False  # the key is a trace id: no line of the trace named one yet
 
 
 def conversation_session(key: str) -> uuid.UUID:
@@ -81,47 +82,44 @@ def kept_path(session_id: uuid.UUID) -> Path:
     return data_dir() / "otlp" / f"{session_id}.jsonl"
 
 
-def conversations(decoded: Decoded) -> list[Conversation]:
-    """The request's lines by conversation (see the module's docstring)."""
+def conversations(decoded: Decoded, owner: AbstractBaseUser) -> list[Conversation]:
+    """The request's lines by conversation (see the module's docstring); traces named by
+    an earlier request are looked up among *owner*'s sessions only."""
     named: dict[str, str] = {}
     for entry in decoded.entries:
         if entry.own_key and entry.trace_id:
             named.setdefault(entry.trace_id, entry.own_key)
     unnamed = {e.trace_id for e in decoded.entries if e.trace_id and e.trace_id not in named}
-    earlier = dict(
-        TraceConversation.objects.filter(trace_id__in=unnamed).values_list("trace_id", "key")
-    )
+    earlier = _named_before(unnamed, owner)
     grouped: dict[str, list[Entry]] = defaultdict(list)
+    trace_only: set[str] = set()
     for entry in decoded.entries:
         trace = entry.trace_id
-        key = entry.own_key or named.get(trace) or earlier.get(trace) or trace
+        key = entry.own_key or named.get(trace) or earlier.get(trace)
+        if not key and trace:
+            key = trace
+            trace_only.add(trace)
         grouped[key or f"service:{entry.service}"].append(entry)
     names: dict[str, set[str]] = defaultdict(set)
     for trace, key in named.items():
         if key != trace:
             names[key].add(trace)
-    sessions = {conversation_session(trace): trace for traces in names.values() for trace in traces}
-    existing = set(Session.objects.filter(id__in=sessions).values_list("id", flat=True))
     return [
-        Conversation(
-            key,
-            entries,
-            names[key],
-            [
-                id_
-                for trace in sorted(names[key])
-                if (id_ := conversation_session(trace)) in existing
-            ],
-        )
+        Conversation(key, entries, names[key], trace_only=key in trace_only)
         for key, entries in grouped.items()
     ]
 
 
+def _named_before(traces: Iterable[str], owner: AbstractBaseUser) -> dict[str, str]:
+    """The conversation an earlier request named for each of *traces*, among *owner*'s."""
+    found = TraceConversation.objects.filter(trace_id__in=traces, session__owner_id=owner.pk)
+    return dict(found.values_list("trace_id", "key"))
+
+
 def check_owner(request: Iterable[Conversation], owner: AbstractBaseUser) -> None:
-    """Raise NotYours, before anything is written, when a conversation's session, or one
-    it would take in, is another user's or nobody's."""
+    """Raise NotYours, before anything is written, when a conversation's session is
+    another user's or nobody's."""
     ids = [conversation_session(c.key) for c in request]
-    ids += [taken for c in request for taken in c.takes_in]
     theirs = Session.objects.filter(id__in=ids).exclude(owner_id=owner.pk).first()
     if theirs is not None:
         raise NotYours(
@@ -132,28 +130,39 @@ def check_owner(request: Iterable[Conversation], owner: AbstractBaseUser) -> Non
 
 def receive(conversation: Conversation, lines: IO[bytes], *, owner: AbstractBaseUser) -> Received:
     """Keep the conversation's new lines (read from *lines*, the file decode wrote) and
-    ingest it; raises NotYours (nothing written), IngestError."""
-    session_id = conversation_session(conversation.key)
+    ingest it; raises NotYours (nothing written), SessionPruned (nothing written),
+    IngestError."""
+    key = conversation.key
+    if conversation.trace_only:  # another request may have named it since
+        key = _named_before([key], owner).get(key, key)
+    session_id = conversation_session(key)
+    path = kept_path(session_id)
     with transaction.atomic():
+        check_not_pruned(session_id, str(path))
         claim_session(session_id, owner)  # locks the session's row to the end
         # The claim's placeholder row (no recording yet) is this receiver's.
         Session.objects.filter(id=session_id, source_path="").update(source_format=otlp.FORMAT)
+        # The sessions of the traces it names, the owner's only, locked as they are now.
+        traces = {conversation_session(trace) for trace in conversation.names} - {session_id}
         taken = list(
             Session.objects.select_for_update()
-            .filter(id__in=conversation.takes_in, owner_id=owner.pk)
+            .filter(id__in=traces, owner_id=owner.pk)
             .values_list("id", flat=True)
         )
-        path = kept_path(session_id)
         copies = kept_recordings()
         if copies is not None:
-            _fetch_newer(copies, session_id, path)
+            for kept_id in (session_id, *taken):
+                _fetch_newer(copies, kept_id, kept_path(kept_id))
         new = _request_lines(conversation.entries, lines)
-        added = _append_new(path, session_id, conversation.key, _taken_lines(taken, new))
+        added = _append_new(path, session_id, key, _taken_lines(taken, new))
         recording = otlp.load(path)
         kept = _items_in_place(session_id, recording)
         old_blobs = _promoted_blobs(session_id, *taken) if kept is not None or taken else {}
         if kept is not None:  # a span came late: the items after its first one are made again
             Item.objects.filter(session_id=session_id, seq__gt=kept).delete()
+        if taken:  # gone before the ingest, which makes their blobs this session's
+            Session.objects.filter(id__in=taken).delete()
+            transaction.on_commit(lambda: _remove_kept(taken, copies))
         result = ingest_session(
             recording.header,
             recording.records,
@@ -166,13 +175,10 @@ def receive(conversation: Conversation, lines: IO[bytes], *, owner: AbstractBase
         )
         if old_blobs:
             _mark_replaced(old_blobs, _promoted_blobs(session_id))
-        _name_traces(conversation, session_id)
+        _name_traces(conversation.names, key, session_id)
         if copies is not None and added:
             data = path.read_bytes()
             copies.keep(session_id, otlp.FORMAT, data, name=path.name, layout="file")
-        if taken:
-            Session.objects.filter(id__in=taken).delete()
-            transaction.on_commit(lambda: _remove_kept(taken, copies))
     return Received(session_id, added, result.new_items, kept is not None)
 
 
@@ -194,12 +200,12 @@ def _taken_lines(
     yield from new
 
 
-def _name_traces(conversation: Conversation, session_id: uuid.UUID) -> None:
+def _name_traces(traces: set[str], key: str, session_id: uuid.UUID) -> None:
     """Remember the conversation of each trace the request named (the first naming stays)."""
     TraceConversation.objects.bulk_create(
         [
-            TraceConversation(trace_id=trace, key=conversation.key, session_id=session_id)
-            for trace in sorted(conversation.names)
+            TraceConversation(trace_id=trace, key=key, session_id=session_id)
+            for trace in sorted(traces)
         ],
         ignore_conflicts=True,
     )

@@ -27,7 +27,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
 from blobviewer.data_dir import data_dir
-from blobviewer.ingest.errors import IngestError
+from blobviewer.ingest.errors import IngestError, SessionPruned
 from blobviewer.otlp.decoding import (
     JSON,
     LOGS,
@@ -88,7 +88,7 @@ def _export(request: HttpRequest, signal: Signal) -> HttpResponse:
         ):
             decoded = decode(signal, body.view, content_type, lines)
             body.release()  # the message is let go too: from here on, only lines on disk
-            request_conversations = conversations(decoded)
+            request_conversations = conversations(decoded, token.user)
             check_owner(request_conversations, token.user)
             for conversation in request_conversations:
                 receive(conversation, lines, owner=token.user)
@@ -98,6 +98,8 @@ def _export(request: HttpRequest, signal: Signal) -> HttpResponse:
         return _refused(str(error), 400, content_type)
     except NotYours as error:
         return _refused(str(error), 403, content_type)
+    except SessionPruned as error:
+        return _refused(error.message, 410, content_type)
     except IngestError as error:
         logger.warning("OTLP export refused: %s", error)
         return _refused(error.message, 400, content_type)
@@ -145,18 +147,24 @@ def _spooled(request: HttpRequest, *, max_bytes: int) -> Iterator[_Body]:
 
 
 def _gunzip(request: HttpRequest, file: IO[bytes], *, max_bytes: int) -> None:
+    """Write the gunzipped body to *file* as it arrives: every member of it (a gzip file
+    may be several, one after another), at most *max_bytes* in and out."""
     inflater = zlib.decompressobj(wbits=31)
     received = written = 0
     try:
         while chunk := request.read(_CHUNK):
             received += len(chunk)
             while chunk:
+                if inflater.eof:  # the next member begins
+                    chunk, inflater = inflater.unused_data + chunk, zlib.decompressobj(wbits=31)
                 data = inflater.decompress(chunk, _CHUNK)
                 written += len(data)
                 if received > max_bytes or written > max_bytes:
                     raise too_big(max_bytes)
                 file.write(data)
                 chunk = inflater.unconsumed_tail
+                if inflater.eof and inflater.unused_data:
+                    chunk, inflater = inflater.unused_data, zlib.decompressobj(wbits=31)
         written += file.write(inflater.flush())
     except zlib.error as error:
         raise UploadError(f"not a gzip body: {error}") from None

@@ -42,3 +42,13 @@ def test_each_token_is_counted_apart_and_zero_is_no_limit(api_token, user):
     assert retry_after(other, per_minute=1, now=MINUTE) == 0
     assert retry_after(token, per_minute=1, now=MINUTE) == 60
     assert all(retry_after(token, per_minute=0, now=MINUTE) == 0 for _ in range(5))
+
+
+@pytest.mark.django_db
+def test_hosts_whose_clocks_differ_still_count_one_window(api_token):
+    token, _ = api_token
+    # One host a minute ahead of the other: the one behind never reopens the newer window.
+    answers = [
+        retry_after(token, per_minute=2, now=MINUTE + 59 + (60 if n % 2 else 0)) for n in range(6)
+    ]
+    assert answers.count(0) <= 3

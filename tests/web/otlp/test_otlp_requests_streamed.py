@@ -76,7 +76,7 @@ def test_spans_sent_before_their_conversation_is_named_join_it(
     trace = f"{fetch.context.trace_id:032x}"
     for span in (fetch, chat):
         assert post(client, as_otlp_json([span]), api_token[1]).status_code == 200
-    # Until then the trace is its own session.
+    # Until then the trace is its own session, whose item made the blob.
     provisional = Session.objects.get(id=conversation_session(trace))
     assert [item.type for item in steps(trace)] == ["assistant", "tool_result", "assistant"]
     first_blob = promoted_blob_id(steps(trace)[1])
@@ -96,6 +96,7 @@ def test_spans_sent_before_their_conversation_is_named_join_it(
     # The output promoted in the trace's session is the conversation's, in the same blob.
     assert promoted_blob_id(items[1]) == first_blob
     assert list(Blob.objects.values_list("id", "replaced_by_id")) == [(first_blob, None)]
+    assert Blob.objects.get(pk=first_blob).made_by_id == items[1].pk
     assert TraceConversation.objects.get(trace_id=trace).session_id == joined.id
     # A span of the trace that comes later, naming nothing, joins the conversation.
     assert post(client, as_otlp_json([late]), api_token[1]).status_code == 200
@@ -104,17 +105,24 @@ def test_spans_sent_before_their_conversation_is_named_join_it(
 
 
 @pytest.mark.django_db
-def test_a_trace_session_of_another_user_is_not_taken_in(
+def test_another_users_spans_of_the_same_trace_stay_theirs(
     client, api_token, data_dir, django_user_model
 ):
     from blobviewer.models import ApiToken
 
-    fetch, _, agent, _, _ = agent_run()
+    fetch, chat, agent, _, _ = agent_run()
+    trace = f"{fetch.context.trace_id:032x}"
     bob = django_user_model.objects.create_user("bob")
     _, bobs = ApiToken.objects.issue(user=bob, name="bob's agent")
     assert post(client, as_otlp_json([fetch]), bobs).status_code == 200
-    assert post(client, as_otlp_json([agent]), api_token[1]).status_code == 403
-    assert not Session.objects.filter(id=conversation_session("joined")).exists()
+    assert post(client, as_otlp_json([chat, agent]), api_token[1]).status_code == 200
+    # Alice's conversation has her spans only; Bob's trace session is his, as it was.
+    assert [item.tool for item in steps("joined")] == [""]
+    assert Session.objects.get(id=conversation_session(trace)).owner == bob
+    assert [item.tool for item in steps(trace)] == ["", "fetch"]
+    # Bob's next span of that trace is not sent to Alice's conversation.
+    assert post(client, as_otlp_json([fetch]), bobs).status_code == 200
+    assert [item.tool for item in steps("joined")] == [""]
 
 
 @pytest.mark.django_db
@@ -183,3 +191,46 @@ def test_pruning_a_conversation_takes_its_kept_spans_and_traces_along(client, ap
     assert report.sessions == 1
     assert not kept_path(session_id).exists()
     assert not TraceConversation.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_gzip_body_of_several_members_is_read_whole(client, api_token, data_dir):
+    document = json.loads(as_otlp_json(agent_run()))
+    whole = json.dumps(document).encode()
+    middle = len(whole) // 2
+    body = gzip.compress(whole[:middle]) + gzip.compress(whole[middle:])  # as `cat a.gz b.gz`
+    response = post(client, body, api_token[1], **{"Content-Encoding": "gzip"})
+    assert response.status_code == 200, response.content
+    assert len(steps("joined")) == 5
+
+
+@pytest.mark.django_db
+def test_ids_of_the_wrong_length_are_refused_in_partial_success(client, api_token, data_dir):
+    document = json.loads(as_otlp_json(agent_run()))
+    spans = document["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    spans[0]["traceId"] = "ab" * 20  # 20 bytes
+    spans[1]["spanId"] = "ab" * 4  # 4 bytes
+    response = post(client, json.dumps(document).encode(), api_token[1])
+    assert response.status_code == 200
+    assert json.loads(response.content)["partialSuccess"]["rejectedSpans"] == "2"
+    assert [item.tool for item in steps("joined")] == ["", "late"]
+
+
+@pytest.mark.django_db
+def test_a_pruned_conversation_is_answered_410_and_nothing_is_kept(client, api_token, data_dir):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from blobviewer.catalog.retention import prune
+
+    fetch, chat, agent, late, _ = agent_run()
+    assert post(client, as_otlp_json([fetch, agent]), api_token[1]).status_code == 200
+    session_id = conversation_session("joined")
+    Session.objects.filter(id=session_id).update(updated_at=timezone.now() - timedelta(days=200))
+    assert prune(older_than=timedelta(days=90)).sessions == 1
+    response = post(client, as_otlp_json([chat, agent]), api_token[1])
+    assert response.status_code == 410
+    assert "was pruned" in json.loads(response.content)["message"]
+    assert not kept_path(session_id).exists()
+    assert not Session.objects.filter(id=session_id).exists()

@@ -293,3 +293,28 @@ def test_an_otlp_conversation_sent_to_both_hosts_is_one_session_rebuilt_anywhere
     assert not (env_c_data := Path(env_c["BLOBVIEWER_DATA"]) / "otlp").exists() or not any(
         env_c_data.iterdir()
     )  # read from the copy, not kept here
+
+
+def test_a_trace_sent_to_one_host_and_named_on_the_other_is_one_conversation(hosts):
+    from blobviewer.otlp.receiving import conversation_session
+    from web.otlp.otlp_requests import as_otlp_json
+    from web.otlp.test_otlp_requests_streamed import agent_run
+
+    a, b = hosts
+    secret = api_token(a.env)
+    fetch, chat, agent, _, _ = agent_run()
+    for host, spans in ((a, [fetch, chat]), (b, [agent])):
+        response = httpx.post(
+            f"{host.url}/v1/traces",
+            content=as_otlp_json(spans),
+            headers={"Authorization": f"Bearer {secret}", "Content-Type": "application/json"},
+            timeout=60,
+        )
+        assert response.status_code == 200, response.text
+    show = (
+        "from blobviewer.models import Item\n"
+        f"items = Item.objects.filter(session_id='{conversation_session('joined')}')\n"
+        "print([(i.type, i.tool) for i in items.order_by('seq')])\n"
+    )
+    joined = manage(a.env, "shell", "-c", show).stdout.strip().splitlines()[-1]
+    assert joined == str([("assistant", ""), ("tool_result", "fetch"), ("assistant", "")])
