@@ -25,6 +25,7 @@ from blobviewer.ingest.rows import (
     USAGE_FIELDS,
     PendingItem,
     promoted_blob_id,
+    promoted_text_blob,
     session_created_at,
     storable_json,
 )
@@ -256,10 +257,11 @@ def _rederive(plan: IngestPlan, rederived: list[PendingItem]) -> None:
 
 
 def _mark_replaced(plan: IngestPlan, rederived: list[PendingItem]) -> None:
-    """A rebuild that re-derived an output into a new blob: the old blob is replaced by it,
-    so that links to the old one, share links included, lead to the new one."""
+    """A rebuild that re-derived an output (or a promoted message) into a new blob: the old
+    blob is replaced by it, so that links to the old one, share links included, lead to
+    the new one."""
     for item in rederived:
-        old, new = plan.old_blobs.get(item.seq), promoted_blob_id(item)
+        old, new = plan.old_blobs.get(item.seq), promoted_text_blob(item)
         if old is not None and new is not None and old != new:
             Blob.objects.filter(pk=old).update(replaced_by_id=new)
 

@@ -282,3 +282,46 @@ def test_messages_over_the_threshold_are_promoted_as_outputs_are(client, api_tok
         assert BlobRef.objects.filter(item=item, blob_id=blob_id).exists()
         assert store.load_sync(blob_id) == whole  # the answer is JSON: a JSON blob
     assert thanks.text == "Thanks."
+
+
+@pytest.mark.django_db
+def test_a_rebuild_that_promotes_a_message_anew_replaces_its_old_blob(
+    client, api_token, data_dir, monkeypatch
+):
+    from blobviewer.ingest.importers import otlp
+    from blobviewer.ingest.options import IngestOptions
+    from blobviewer.ingest.sessions import ingest_file
+    from blobviewer.models import Blob
+    from blobviewer.otlp.receiving import kept_path
+
+    report = "".join(f"finding {n}: the gate is left open at night.\n" for n in range(40))
+    spans = spans_of(
+        (
+            "chat gpt-4.1",
+            0,
+            1,
+            {
+                "gen_ai.conversation.id": "report",
+                "gen_ai.operation.name": "chat",
+                "gen_ai.output.messages": json.dumps(
+                    [{"role": "assistant", "parts": [{"type": "text", "content": report}]}]
+                ),
+            },
+        ),
+    )
+    assert post(client, as_otlp_json(spans), api_token[1]).status_code == 200
+    (turn,) = steps("report")
+    old = uuid.UUID(turn.text[6:42])
+    # The importer improves: the answer now reads differently, so its blob is another.
+    answer_text = otlp._answer_text
+    monkeypatch.setattr(otlp, "_answer_text", lambda attributes: answer_text(attributes).upper())
+    monkeypatch.setattr(otlp, "IMPORTER_VERSION", otlp.IMPORTER_VERSION + 1)
+    ingest_file(
+        kept_path(conversation_session("report")),
+        store=blob_store(),
+        options=IngestOptions(rebuild=True),
+    )
+    (turn,) = steps("report")
+    new = uuid.UUID(turn.text[6:42])
+    assert new != old and blob_store().load_sync(new) == Text(report.upper())
+    assert Blob.objects.get(pk=old).replaced_by_id == new
