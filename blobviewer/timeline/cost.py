@@ -16,7 +16,8 @@ part at its own), so ours pass through unchanged.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from copy import copy
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
@@ -25,7 +26,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from genai_prices import Usage
-    from genai_prices.types import ModelPrice
+    from genai_prices.types import TieredPrices
 
 # genai_prices is imported where a price is first wanted, not with this module: it takes
 # 0.2 s, which every page and command that never prices anything would pay.
@@ -158,9 +159,8 @@ def session_cost(
 
 def _sum(model: str, usages: list[TurnUsage], at: datetime | None) -> tuple[Decimal, int, bool]:
     """(the cost of *usages* that have one, how many with tokens have none, whether any
-    has one). Calls to price are priced together when the model's prices are linear in
-    the tokens (no tiers by context size, no price per request): one calculation for a
-    whole session rather than one per call."""
+    has one). Calls to price are priced a few sums at a time (see _priced_by_tier)
+    rather than one calculation per call."""
     total, unpriced, any_cost = Decimal(0), 0, False
     to_price: list[TurnUsage] = []
     for usage in usages:
@@ -171,7 +171,7 @@ def _sum(model: str, usages: list[TurnUsage], at: datetime | None) -> tuple[Deci
             to_price.append(usage)
     if not to_price:
         return total, unpriced, any_cost
-    prices = _linear_sum(model, to_price, at)
+    prices = _priced_by_tier(model, to_price, at)
     if prices is None:
         prices = [_price(model, usage, at) for usage in to_price]
     for price in prices:
@@ -183,36 +183,72 @@ def _sum(model: str, usages: list[TurnUsage], at: datetime | None) -> tuple[Deci
     return total, unpriced, any_cost
 
 
-def _linear_sum(
+def _priced_by_tier(
     model: str, usages: list[TurnUsage], at: datetime | None
 ) -> list[Decimal | None] | None:
-    """The prices of *usages* from one calculation (the whole sum first, then 0 for each
-    of the rest); None when the model's prices are not linear or a usage has no price."""
+    """The prices of *usages*, from one calculation per price tier they fall in: the sum of
+    a tier's calls first, then 0 for each of its other calls. None when a usage has no
+    price or the model charges per request.
+
+    A model's price per token is the same for every call whose context passes the same
+    tier thresholds (a tier applies to all of a call's tokens by the call's input tokens,
+    the cliff model genai-prices follows), so those calls cost what their summed tokens
+    cost at that tier's prices. Pricing one call takes genai-prices about 0.2 ms, and a
+    long session has thousands."""
     from genai_prices import calc_price
-
-    ref = _model_ref(model) if model.strip() else None
-    if ref is None or len(usages) < 2 or any(usage._usage() is None for usage in usages):
-        return None
-    summed = TurnUsage(*(sum(getattr(u, name) or 0 for u in usages) for name in USAGE_COLUMNS[:4]))
-    tokens = summed._usage()
-    assert tokens is not None  # every part is a sum of parts that fit
-    try:
-        calculation = calc_price(tokens, ref[0], provider_id=ref[1], genai_request_timestamp=at)
-    except (LookupError, ValueError):
-        return None
-    if not _is_linear(calculation.model_price):
-        return None
-    return [calculation.total_price, *([Decimal(0)] * (len(usages) - 1))]
-
-
-def _is_linear(prices: ModelPrice) -> bool:
-    """Whether *prices* are the same per token whatever a request's size, and nothing is
-    charged per request."""
     from genai_prices.types import TieredPrices
 
-    values = vars(prices)
-    no_tiers = not any(isinstance(value, TieredPrices) for value in values.values())
-    return no_tiers and values.get("requests_kcount") is None
+    ref = _model_ref(model) if model.strip() else None
+    read = [usage._usage() for usage in usages]
+    tokens = [usage for usage in read if usage is not None]
+    if ref is None or len(usages) < 2 or len(tokens) < len(read):
+        return None
+    try:
+        found = calc_price(_summed(tokens), ref[0], provider_id=ref[1], genai_request_timestamp=at)
+    except (LookupError, ValueError):
+        return None
+    model_price = found.model_price
+    values = vars(model_price)
+    if values.get("requests_kcount") is not None:
+        return None
+    tiered = {name: value for name, value in values.items() if isinstance(value, TieredPrices)}
+    if not tiered:  # one price per token whatever the size: the sum's price is the answer
+        return [found.total_price, *([Decimal(0)] * (len(usages) - 1))]
+    starts = sorted({tier.start for value in tiered.values() for tier in value.tiers})
+    by_tier: dict[int, list[int]] = {}
+    for index, usage in enumerate(tokens):
+        passed = sum(_input_tokens(usage) > start for start in starts)
+        by_tier.setdefault(passed, []).append(index)
+    prices: list[Decimal | None] = [Decimal(0)] * len(usages)
+    for indexes in by_tier.values():
+        context = _input_tokens(tokens[indexes[0]])
+        at_tier = copy(model_price)  # its tiered prices resolved to this tier's, as a call's are
+        at_tier.__dict__.update(
+            {name: _tier_price(value, context) for name, value in tiered.items()}
+        )
+        summed = _summed([tokens[index] for index in indexes])
+        prices[indexes[0]] = at_tier.calc_price(summed)["total_price"]
+    return prices
+
+
+def _summed(usages: Sequence[Usage]) -> Usage:
+    from genai_prices import Usage
+
+    fields = ("input_tokens", "cache_read_tokens", "cache_write_tokens", "output_tokens")
+    return Usage(**{name: sum(getattr(usage, name) or 0 for usage in usages) for name in fields})
+
+
+def _input_tokens(usage: Usage) -> int:
+    return int(usage.input_tokens or 0)
+
+
+def _tier_price(prices: TieredPrices, context: int) -> Decimal:
+    """The price per token of *prices* for a call that read *context* input tokens: the
+    highest tier it passes, else the base price (genai-prices' rule)."""
+    for tier in reversed(prices.tiers):
+        if context > tier.start:
+            return tier.price
+    return prices.base
 
 
 def format_usd(value: float | None) -> str:

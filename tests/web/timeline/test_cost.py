@@ -98,6 +98,41 @@ def test_a_session_sums_its_turns_and_priced_together_equals_priced_one_by_one()
         assert cost.unpriced_turns == 0
 
 
+def test_turns_on_both_sides_of_a_price_tier_are_priced_once_a_tier(monkeypatch):
+    """claude-sonnet-4-5 charges more per token for a call over 200,000 input tokens. A
+    session of such calls is priced in two sums, one per tier, and costs what its turns
+    cost one by one."""
+    import genai_prices
+    from genai_prices.types import ModelPrice, TieredPrices
+
+    tiers = prices("claude-sonnet-4-5").input_mtok
+    assert isinstance(tiers, TieredPrices) and [tier.start for tier in tiers.tiers] == [200_000]
+    turns = [
+        TurnUsage(input_tokens=150_000 + 20_000 * n, cache_read_tokens=90_000, output_tokens=n)
+        for n in range(1, 30)
+    ]  # 170,000 to 730,000: two under the tier, the rest over
+    one_by_one = sum(priced_usd("claude-sonnet-4-5", turn, at=AT) for turn in turns)
+    calculations = []
+    for owner, name in ((genai_prices, "calc_price"), (ModelPrice, "calc_price")):
+        original = getattr(owner, name)
+
+        def counted(*args, _original=original, **kwargs):
+            calculations.append(args)
+            return _original(*args, **kwargs)
+
+        monkeypatch.setattr(owner, name, counted)
+    cost = session_cost("claude-sonnet-4-5", turns, at=AT)
+    assert cost.usd == pytest.approx(one_by_one, rel=1e-12)
+    assert cost.unpriced_turns == 0
+    assert len(calculations) <= 4  # the model's prices once, then a sum for each tier
+    # The tiers differ, so pricing a tier's calls at the other's price would not add up.
+    per_token = [
+        priced_usd("claude-sonnet-4-5", TurnUsage(input_tokens=n), at=AT) / n
+        for n in (190_000, 210_000)
+    ]
+    assert per_token[1] > per_token[0]
+
+
 def test_a_session_with_an_unpriced_turn_has_no_cost_but_counts_it():
     turns = [TURN, TurnUsage(cost_usd=0.25), TurnUsage(output_tokens=7)]
     assert session_cost("claude-opus-4-6", turns, at=AT).usd is not None
