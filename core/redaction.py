@@ -30,6 +30,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import re2
+
 # A value of `NAME=value` shorter than this is not taken for a secret (`TOKEN=1`).
 _SHORTEST_VALUE = 8
 
@@ -85,7 +87,10 @@ _COMPILED = [
     (kind, re.compile(pattern, re.DOTALL), needles) for kind, pattern, needles in _PATTERNS
 ]
 # Every pattern's needles in one expression: one pass tells which patterns to try.
-_ANY_NEEDLE = re.compile("|".join(re.escape(n) for _, _, needles in _PATTERNS for n in needles))
+# Which needles a text holds, in one pass: RE2 runs an alternation of literals as one
+# automaton, four times as fast as Python's re, which tries each literal at every place
+# its first character appears (0.3 s of the 0.5 s redaction took over 13 MB of outputs).
+_ANY_NEEDLE = re2.compile("|".join(re.escape(n) for _, _, needles in _PATTERNS for n in needles))
 # `NAME=value` (or `NAME: value`, `"NAME": "value"`) where the name says secret: the
 # parts of a name (split at `_`, `.`, `-` and where lower case turns upper) that make it
 # one, and the parts before KEY that do (API_KEY, SECRET_KEY; not CACHE_KEY).
