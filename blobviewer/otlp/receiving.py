@@ -33,7 +33,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import orjson
 from django.contrib.auth.models import AbstractBaseUser
@@ -154,8 +154,8 @@ def receive(conversation: Conversation, lines: IO[bytes], *, owner: AbstractBase
             for kept_id in (session_id, *taken):
                 _fetch_newer(copies, kept_id, kept_path(kept_id))
         new = _request_lines(conversation.entries, lines)
-        added = _append_new(path, session_id, key, _taken_lines(taken, new))
-        recording = otlp.load(path)
+        added, header, held = _append_new(path, session_id, key, _taken_lines(taken, new))
+        recording = otlp.recording_of(header, held)
         kept = _items_in_place(session_id, recording)
         old_blobs = _promoted_blobs(session_id, *taken) if kept is not None or taken else {}
         if kept is not None:  # a span came late: the items after its first one are made again
@@ -261,14 +261,17 @@ def _mark_replaced(old: dict[str, uuid.UUID], new: dict[str, uuid.UUID]) -> None
 
 def _append_new(
     path: Path, session_id: uuid.UUID, key: str, lines: Iterable[tuple[str, bytes]]
-) -> int:
+) -> tuple[int, dict[str, Any], list[dict[str, Any]]]:
     """Append the *lines* (each with its line id) the kept file does not hold yet (a span
-    sent again is held); how many."""
-    held: set[str] = set()
+    sent again is held); how many, and the file's header and lines as it now is. The file
+    is read once: a request costs one reading of its conversation, not two."""
+    header: dict[str, Any] = {"type": otlp.HEADER_TYPE, "id": str(session_id), "conversation": key}
+    kept: list[dict[str, Any]] = []
     if path.exists():
-        held = {otlp.line_id(line) for line in otlp.read_kept(path)[1]}
+        header, kept = otlp.read_kept(path)
     else:
         path.parent.mkdir(parents=True, exist_ok=True)
+    held = {otlp.line_id(line) for line in kept}
     added = 0
     file = None
     try:
@@ -278,15 +281,15 @@ def _append_new(
             if file is None:
                 file = path.open("ab")
                 if file.tell() == 0:
-                    header = {"type": otlp.HEADER_TYPE, "id": str(session_id), "conversation": key}
                     file.write(orjson.dumps(header) + b"\n")
             held.add(line_id)
             file.write(data)
+            kept.append(orjson.loads(data))
             added += 1
     finally:
         if file is not None:
             file.close()
-    return added
+    return added, header, kept
 
 
 def _items_in_place(session_id: uuid.UUID, recording: Recording) -> int | None:

@@ -234,3 +234,31 @@ def test_a_pruned_conversation_is_answered_410_and_nothing_is_kept(client, api_t
     assert "was pruned" in json.loads(response.content)["message"]
     assert not kept_path(session_id).exists()
     assert not Session.objects.filter(id=session_id).exists()
+
+
+@pytest.mark.django_db
+def test_a_request_reads_its_conversations_kept_spans_once(
+    client, api_token, data_dir, monkeypatch
+):
+    """What a request costs grows with its conversation: the kept file is read once, to
+    know which spans it holds and to map them with the new ones."""
+    from blobviewer.ingest.importers import otlp
+
+    fetch, chat, agent, late, _root = agent_run()
+    read_kept = otlp.read_kept
+    reads: list[str] = []
+
+    def counted(path):
+        reads.append(path.name)
+        return read_kept(path)
+
+    monkeypatch.setattr(otlp, "read_kept", counted)
+    kept = kept_path(conversation_session("joined")).name
+    per_request = []
+    for span in (agent, fetch, chat, late, fetch):  # the last one sent again
+        reads.clear()
+        assert post(client, as_otlp_json([span]), api_token[1]).status_code == 200
+        per_request.append(reads.count(kept))
+    assert per_request == [0, 1, 1, 1, 1]  # the first request made the file
+    tools = [item.tool for item in steps("joined")]
+    assert tools.count("fetch") == 1 and tools.count("late") == 1  # sent again: held once
