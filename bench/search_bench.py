@@ -130,6 +130,7 @@ def session_records(n: int, kb: int) -> list[dict[str, object]]:
 def build(sessions: int, kb: int) -> float:
     """Ingest the corpus into the configured database; returns the seconds it took."""
     from blobviewer.data_dir import blob_store
+    from blobviewer.ingest.database_ready import refresh_statistics
     from blobviewer.ingest.sessions import ingest_session
 
     store = blob_store()
@@ -143,6 +144,7 @@ def build(sessions: int, kb: int) -> float:
         ingest_session(header, session_records(n, kb), source_path=f"search-bench-{n}", store=store)
         if n and n % 1000 == 0:
             print(f"  {n:,} sessions ({time.perf_counter() - started:.0f}s)", flush=True)
+    refresh_statistics()  # as `manage.py ingest` leaves PostgreSQL after writing
     return time.perf_counter() - started
 
 

@@ -56,6 +56,32 @@ def prepare_database(alias: str = DEFAULT_DB_ALIAS) -> str | None:
     return f"{what} {settings.DATABASES[alias]['NAME']} ({count} applied)"
 
 
+# The tables an ingest fills, and search reads.
+FILLED_TABLES = (
+    "blobviewer_session",
+    "blobviewer_item",
+    "blobviewer_blob",
+    "blobviewer_blobref",
+    "blobviewer_searchchunk",
+)
+
+
+def refresh_statistics(alias: str = DEFAULT_DB_ALIAS) -> None:
+    """PostgreSQL: ANALYZE the tables an ingest fills, after it filled them.
+
+    PostgreSQL plans each statement from what it last counted of the tables, and its
+    autovacuum counts again only a while after they grew. Until then, search over a
+    database that one ingest filled was planned as for the empty tables: PostgreSQL read
+    the whole blob table for each session it checked, and took three times as long (a
+    common word on 2,000 sessions: 333 ms against 103 ms, docs/benchmarks.md). SQLite
+    plans these statements without statistics, as they were written for."""
+    connection = connections[alias]
+    if connection.vendor != "postgresql":
+        return
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE " + ", ".join(connection.ops.quote_name(t) for t in FILLED_TABLES))
+
+
 def is_default_sqlite(alias: str = DEFAULT_DB_ALIAS) -> bool:
     """Whether *alias* is the SQLite file in the data directory that settings use when
     DATABASE_URL is not set (`<BLOBVIEWER_DATA>/db.sqlite3`)."""

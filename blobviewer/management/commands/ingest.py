@@ -28,7 +28,11 @@ from django.db import close_old_connections, connection
 from blobviewer.catalog.session_logs import kept_recordings
 from blobviewer.data_dir import blob_store
 from blobviewer.ingest.agent_folders import RecordingFilter, describe_search, find_agent_folders
-from blobviewer.ingest.database_ready import DatabaseNotReady, prepare_database
+from blobviewer.ingest.database_ready import (
+    DatabaseNotReady,
+    prepare_database,
+    refresh_statistics,
+)
 from blobviewer.ingest.errors import (
     IngestError,
     NotARecording,
@@ -214,6 +218,8 @@ class Command(BaseCommand):
                 stop,
                 before_summary=lambda: still_outdated(targets.sessions) if targets else (),
             )
+            if tally.new_items:
+                refresh_statistics()
         if stop.is_set():
             raise CommandError(
                 f"stopped before {len(files) - tally.done} of {len(files)} files", returncode=1
@@ -447,7 +453,9 @@ class Command(BaseCommand):
         started = time.monotonic()
 
         def first_pass() -> None:
-            self._first_pass(self._files(paths, accepts, run), run, stop, said=said)
+            tally = self._first_pass(self._files(paths, accepts, run), run, stop, said=said)
+            if tally.new_items:
+                refresh_statistics()
             if not stop.is_set():
                 shown = ", ".join(str(path) for path in paths)
                 self.stdout.write(f"watching {shown} for changes (Ctrl-C to stop)")

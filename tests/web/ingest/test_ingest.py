@@ -9,7 +9,10 @@ from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
+from blobviewer.ingest.database_ready import FILLED_TABLES
 from blobviewer.ingest.sessions import ingest_session
 from blobviewer.models import Blob, BlobRef, IngestedFile, Item, Session
 from core.content import Text
@@ -254,3 +257,31 @@ def test_importers_can_ingest_parsed_records_with_their_own_received_sizes(store
     assert session.source_format == "openai-chat"
     assert session.output_bytes_received == 5000
     assert session.bytes_kept_out == 5000 - len(records[1]["output"])
+
+
+def _item_rows_counted() -> float:
+    """What PostgreSQL last counted of the item table (pg_class, updated by ANALYZE)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT reltuples FROM pg_class WHERE relname = 'blobviewer_item'")
+        return float(cursor.fetchone()[0])
+
+
+def test_an_ingest_that_wrote_rows_has_postgresql_count_them_for_its_planner(sample_log, store):
+    """PostgreSQL plans search from its tables' statistics, which autovacuum refreshes only
+    a while after they grew: the ingest command refreshes them when it wrote something."""
+    postgresql = connection.vendor == "postgresql"
+    if postgresql:
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE blobviewer_item")  # empty, in this test's transaction
+        assert _item_rows_counted() == 0
+    with CaptureQueriesContext(connection) as first:
+        ingest(sample_log.path)
+    with CaptureQueriesContext(connection) as again:
+        ingest(sample_log.path)  # unchanged: nothing written, nothing to count
+    analyzed = [q["sql"] for q in first.captured_queries if q["sql"].startswith("ANALYZE")]
+    assert not [q for q in again.captured_queries if q["sql"].startswith("ANALYZE")]
+    if postgresql:
+        assert len(analyzed) == 1 and all(t in analyzed[0] for t in FILLED_TABLES)
+        assert _item_rows_counted() == Item.objects.count() == 9
+    else:
+        assert analyzed == []  # SQLite's plans need no statistics
