@@ -149,3 +149,11 @@ def test_overlapping_secrets_are_redacted_as_one_and_nothing_of_either_is_left()
 )
 def test_numbers_paths_and_urls_named_like_secrets_are_left_alone(text):
     assert redact(text) == (text, {})
+
+
+def test_a_text_with_a_lone_surrogate_is_redacted_too():
+    """JSON may escape a lone surrogate (`"\\ud800"`), and such a text is no UTF-8."""
+    text = "out \ud800 key " + PLANTED["openai_key"]
+    redacted, kinds = redact(text)
+    assert redacted == "out \ud800 key OPENAI says: [redacted:openai_key]"
+    assert kinds == {"openai_key": 1}
