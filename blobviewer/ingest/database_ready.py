@@ -15,7 +15,7 @@ from pathlib import Path
 
 from django.conf import settings
 from django.core.management import call_command
-from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections, transaction
 from django.db.migrations.executor import MigrationExecutor
 
 
@@ -66,7 +66,7 @@ FILLED_TABLES = (
 )
 
 
-def refresh_statistics(alias: str = DEFAULT_DB_ALIAS) -> None:
+def refresh_statistics(alias: str = DEFAULT_DB_ALIAS) -> str | None:
     """PostgreSQL: ANALYZE the tables an ingest fills, after it filled them.
 
     PostgreSQL plans each statement from what it last counted of the tables, and its
@@ -74,12 +74,22 @@ def refresh_statistics(alias: str = DEFAULT_DB_ALIAS) -> None:
     database that one ingest filled was planned as for the empty tables: PostgreSQL read
     the whole blob table for each session it checked, and took three times as long (a
     common word on 2,000 sessions: 333 ms against 103 ms, docs/benchmarks.md). SQLite
-    plans these statements without statistics, as they were written for."""
+    plans these statements without statistics, as they were written for.
+
+    Returns None, or the one line to print when PostgreSQL would not (a lock it waited
+    for too long, say): what the ingest wrote is committed, and autovacuum counts later."""
     connection = connections[alias]
     if connection.vendor != "postgresql":
-        return
-    with connection.cursor() as cursor:
-        cursor.execute("ANALYZE " + ", ".join(connection.ops.quote_name(t) for t in FILLED_TABLES))
+        return None
+    tables = ", ".join(connection.ops.quote_name(table) for table in FILLED_TABLES)
+    try:
+        # A savepoint where a transaction is open: a refusal leaves it usable.
+        with transaction.atomic(using=alias), connection.cursor() as cursor:
+            cursor.execute(f"ANALYZE {tables}")
+    except DatabaseError as error:
+        first_line = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        return f"ingested, but PostgreSQL did not count the tables for search: {first_line}"
+    return None
 
 
 def is_default_sqlite(alias: str = DEFAULT_DB_ALIAS) -> bool:

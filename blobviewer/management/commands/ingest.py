@@ -218,8 +218,8 @@ class Command(BaseCommand):
                 stop,
                 before_summary=lambda: still_outdated(targets.sessions) if targets else (),
             )
-            if tally.new_items:
-                refresh_statistics()
+            if tally.new_items and (warning := refresh_statistics()):
+                self.stderr.write(warning)
         if stop.is_set():
             raise CommandError(
                 f"stopped before {len(files) - tally.done} of {len(files)} files", returncode=1
@@ -454,8 +454,8 @@ class Command(BaseCommand):
 
         def first_pass() -> None:
             tally = self._first_pass(self._files(paths, accepts, run), run, stop, said=said)
-            if tally.new_items:
-                refresh_statistics()
+            if tally.new_items and (warning := refresh_statistics()):
+                self.stderr.write(warning)
             if not stop.is_set():
                 shown = ", ".join(str(path) for path in paths)
                 self.stdout.write(f"watching {shown} for changes (Ctrl-C to stop)")
