@@ -28,6 +28,7 @@ read and replace the copy.
 from __future__ import annotations
 
 import hashlib
+import os
 import uuid
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
@@ -267,7 +268,7 @@ def _append_new(
     is read once: a request costs one reading of its conversation, not two."""
     header: dict[str, Any] = {"type": otlp.HEADER_TYPE, "id": str(session_id), "conversation": key}
     kept: list[dict[str, Any]] = []
-    if path.exists():
+    if path.exists() and _without_partial_line(path):
         header, kept = otlp.read_kept(path)
     else:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -290,6 +291,28 @@ def _append_new(
         if file is not None:
             file.close()
     return added, header, kept
+
+
+def _without_partial_line(path: Path) -> int:
+    """Cut off a last line that does not end (a write a crash broke off: the request it
+    was part of failed, so its sender sends it again), so that what is appended next
+    starts a line of its own; the file's size then."""
+    with path.open("r+b") as file:
+        size = file.seek(0, os.SEEK_END)
+        end = size
+        while end:
+            start = max(0, end - 64 * 1024)
+            file.seek(start)
+            block = file.read(end - start)
+            if end == size and block.endswith(b"\n"):
+                return size
+            newline = block.rfind(b"\n")
+            if newline >= 0:
+                end = start + newline + 1
+                break
+            end = start
+        file.truncate(end)
+        return end
 
 
 def _items_in_place(session_id: uuid.UUID, recording: Recording) -> int | None:

@@ -262,3 +262,42 @@ def test_a_request_reads_its_conversations_kept_spans_once(
     assert per_request == [0, 1, 1, 1, 1]  # the first request made the file
     tools = [item.tool for item in steps("joined")]
     assert tools.count("fetch") == 1 and tools.count("late") == 1  # sent again: held once
+
+
+@pytest.mark.django_db
+def test_a_kept_file_a_crash_cut_off_mid_line_is_appended_to_after_its_last_whole_line(
+    client, api_token, data_dir
+):
+    fetch, chat, agent, late, _root = agent_run()
+    assert post(client, as_otlp_json([agent]), api_token[1]).status_code == 200
+    path = kept_path(conversation_session("joined"))
+    whole = path.read_bytes()
+    with path.open("ab") as file:  # a write broken off: the request it was part of failed
+        file.write(b'{"kind": "span", "trace_id": "ab')
+
+    for span in (fetch, chat):
+        assert post(client, as_otlp_json([span]), api_token[1]).status_code == 200
+
+    data = path.read_bytes()
+    assert data.startswith(whole) and data.endswith(b"\n") and b'"trace_id": "ab' not in data
+    assert [json.loads(line)["kind"] for line in data.splitlines()[1:]] == ["span"] * 3
+    assert [item.tool for item in steps("joined")].count("fetch") == 1
+
+
+@pytest.mark.parametrize(
+    ("data", "kept"),
+    [
+        (b"", b""),
+        (b'{"a": 1}\n', b'{"a": 1}\n'),
+        (b'{"a": 1}\n{"b": ', b'{"a": 1}\n'),
+        (b'{"a": 1}\n' + b"x" * 200_000, b'{"a": 1}\n'),  # cut off over several blocks
+        (b"x" * 100_000, b""),  # not even the header whole
+    ],
+)
+def test_a_partial_last_line_is_cut_off_whatever_its_length(tmp_path, data, kept):
+    from blobviewer.otlp.receiving import _without_partial_line
+
+    path = tmp_path / "kept.jsonl"
+    path.write_bytes(data)
+    assert _without_partial_line(path) == len(kept)
+    assert path.read_bytes() == kept
