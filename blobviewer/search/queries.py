@@ -31,7 +31,6 @@ from django.db.models import (
     Q,
     QuerySet,
     Subquery,
-    TextField,
     Value,
 )
 from django.db.models.expressions import RawSQL
@@ -87,15 +86,13 @@ def matching_chunks(query: SearchQuery, *, from_index: bool = False) -> QuerySet
     index instead, for a query it lists few chunks for."""
     chunks = _searched_chunks()
     if connection.vendor != "sqlite":
-        # LIKE '%…%' on the folded text: from pg_trgm's GIN index on it, or (an expression
-        # the index does not serve) on the chunks the caller asked for, whatever the
-        # planner's estimates (a stale one had it read the index's answer per session).
+        # LIKE '%…%' on the folded text from pg_trgm's GIN index on it; or, on the chunks
+        # the caller asked for, strpos, which the index does not serve, so no estimate
+        # (a stale one had it read the index's answer per session) can choose it, and
+        # which finds a word in a long text quicker than LIKE.
         if from_index:
             return chunks.filter(searched__contains=query.folded)
-        unindexed = Func(
-            F("searched"), template="(%(expressions)s || '')", output_field=TextField()
-        )
-        return chunks.alias(walked=unindexed).filter(walked__contains=query.folded)
+        return _holding(chunks, query, "strpos")
     # The chunks that hold every trigram of the query (the tokenizer keeps case; both sides
     # are folded), then those whose folded text holds the query itself. The index's answer
     # is a list SQLite makes once a statement; `+id` keeps SQLite from walking that list (a
@@ -105,7 +102,13 @@ def matching_chunks(query: SearchQuery, *, from_index: bool = False) -> QuerySet
     else:
         listed = Func(F("pk"), template="+%(expressions)s", output_field=IntegerField())
         chunks = chunks.alias(listed=listed).filter(listed__in=_index_answer(query))
-    holds = Func(F("searched"), Value(query.folded), function="instr", output_field=IntegerField())
+    return _holding(chunks, query, "instr")
+
+
+def _holding(chunks: QuerySet[SearchChunk], query: SearchQuery, find: str) -> QuerySet:
+    """Those of *chunks* whose folded text holds the folded query, by the database's
+    function *find* (its position in the text, 0 where it is not there)."""
+    holds = Func(F("searched"), Value(query.folded), function=find, output_field=IntegerField())
     return chunks.alias(holds=holds).filter(holds__gt=0)
 
 

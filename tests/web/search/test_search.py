@@ -20,6 +20,7 @@ from django.urls import reverse
 from blobviewer.data_dir import blob_store
 from blobviewer.ingest.sessions import ingest_session
 from blobviewer.models import Blob, Item, SearchChunk, SearchedBlob, Session
+from blobviewer.search import queries
 from blobviewer.search.folding import fold
 from blobviewer.search.indexing import CHUNK_CHARS, OVERLAP_CHARS, index_session
 from blobviewer.search.queries import grep_selector, parse_query, session_filter
@@ -413,9 +414,14 @@ QUERIES = [
 ]
 
 
-def test_search_finds_exactly_the_texts_whose_folding_contains_the_folded_query(db):
+@pytest.mark.parametrize("walked", [False, True], ids=["from the index", "walked"])
+def test_search_finds_exactly_the_texts_whose_folding_contains_the_folded_query(
+    walked, db, monkeypatch
+):
     """Each database answers as Python's casefold() and `in` do, so both answer alike
-    (CI runs this on SQLite and on PostgreSQL)."""
+    (CI runs this on SQLite and on PostgreSQL), whether the query's few chunks name their
+    sessions or each session is tested on its own (a common word's walk)."""
+    monkeypatch.setattr(queries, "FEW_CHUNKS", 0 if walked else 500)
     by_text = {}
     for text in CORPUS:
         session_id = record(f"corpus {len(by_text)}", user_item(1, text))

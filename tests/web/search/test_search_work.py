@@ -57,7 +57,8 @@ def _matches(queries: list[dict]) -> int:
     """The statements that look the query up in the search index."""
     if connection.vendor == "sqlite":
         return sum(f"{FTS_TABLE} MATCH" in query["sql"] for query in queries)
-    looked_up = re.compile(r'COALESCE\([^,]*"folded", LOWER\(.*\)::text LIKE')
+    # From the trigram index (LIKE), or among chunks asked for (STRPOS).
+    looked_up = re.compile(r'COALESCE\([^,]*"folded", LOWER\(.*\)(::text LIKE|, )')
     return sum(bool(looked_up.search(query["sql"])) for query in queries)
 
 
