@@ -22,7 +22,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import (
     F,
     Func,
@@ -152,13 +152,23 @@ def _few_chunks(query: SearchQuery) -> bool:
     """Whether at most FEW_CHUNKS chunks match *query*: on SQLite, those the index lists
     (without reading any); on PostgreSQL, those that match, read until there are more."""
     if connection.vendor == "sqlite":
-        sql, params = f"{_index_answer(query).sql} LIMIT {FEW_CHUNKS + 1}", []
-    else:
-        first = matching_chunks(query, from_index=True).order_by().values("pk")[: FEW_CHUNKS + 1]
-        sql, params = first.query.sql_with_params()
+        return _rows(f"{_index_answer(query).sql} LIMIT {FEW_CHUNKS + 1}", []) <= FEW_CHUNKS
+    first = matching_chunks(query, from_index=True).order_by().values("pk")[: FEW_CHUNKS + 1]
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            # From the trigram index, whatever PostgreSQL guesses of how many chunks match
+            # (a guess: it keeps no statistics of texts this long): on a guess of many, it
+            # reads the table in its order until enough match, every chunk between read
+            # and lowered (99 ms for `error` at 2,000 sessions, 25 ms from the index).
+            cursor.execute("SET LOCAL enable_seqscan = off")
+        return _rows(*first.query.sql_with_params()) <= FEW_CHUNKS
+
+
+def _rows(sql: str, params: Sequence[Any]) -> int:
+    """How many rows *sql* gives."""
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT count(*) FROM ({sql}) AS listed", params)
-        return int(cursor.fetchone()[0]) <= FEW_CHUNKS
+        return int(cursor.fetchone()[0])
 
 
 def _searched_chunks() -> QuerySet[SearchChunk]:
