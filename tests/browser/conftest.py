@@ -7,6 +7,7 @@ These tests never skip: without a Chromium at BLOBVIEWER_CHROMIUM (default
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -91,9 +92,30 @@ class PageProblems:
         self.console_errors.append(f"{self.page.url}: uncaught {error}")
 
 
+# How long a request the live server is still serving may take to end once its page is
+# closed (a page a test leaves may have sent one the test did not wait for).
+REQUEST_END_SECONDS = 10
+
+
+def _wait_for_live_requests() -> None:
+    """Waits for the live server's request threads (one per connection, named after their
+    target as threading names them) to end. The test's flush must not run beside one:
+    with SQLite in memory, both threads share one connection, and a request's transaction
+    inside the flush's breaks it (and leaves the rows for the next test)."""
+    for thread in threading.enumerate():
+        if thread.name.endswith("(process_request_thread)"):
+            thread.join(REQUEST_END_SECONDS)
+            if thread.is_alive():
+                pytest.fail(
+                    f"A live-server request ran on {REQUEST_END_SECONDS} s after its page closed."
+                )
+
+
 @pytest.fixture
 def new_page(browser: Any) -> Iterator[Any]:
-    """Opens pages in fresh browser contexts (no cookies shared); closes them afterwards."""
+    """Opens pages in fresh browser contexts (no cookies shared); closes them afterwards,
+    and waits for the requests they left running, before the database is flushed (the
+    flush, of transactional_db, is set up first and so torn down last)."""
     contexts = []
 
     def open_page() -> Any:
@@ -107,6 +129,7 @@ def new_page(browser: Any) -> Iterator[Any]:
     yield open_page
     for context in contexts:
         context.close()
+    _wait_for_live_requests()
 
 
 @pytest.fixture
