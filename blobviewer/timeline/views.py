@@ -22,10 +22,12 @@ from blobviewer.timeline.sort import headers as sort_headers
 from blobviewer.timeline.tasks import PROMPT_TASK, TASKS_PER_PAGE, task_groups
 
 SESSIONS_PER_PAGE = 50
-# A search shows fewer sessions a page (each with its hits), and counts its sessions up
-# to a cap ("100+ sessions"): its cost stays that of its page.
+# A search shows fewer sessions a page (each with its hits), and counts its sessions only
+# as far as the page it shows, and one more to know that another follows ("10+
+# sessions"): its cost is that of its page. It pages through the first SEARCH_MAX_PAGE
+# pages; the sessions after them are reached by narrowing the search.
 SEARCH_SESSIONS_PER_PAGE = 10
-SEARCH_COUNT_CAP = 100
+SEARCH_MAX_PAGE = 100
 # A session that grew this recently is marked live in the list (which then refreshes).
 LIVE_WINDOW = timedelta(minutes=1)
 # No list has more pages; a larger number asked for is its last page (the number must stay
@@ -78,18 +80,22 @@ def _page_and_totals(sessions: QuerySet[Session], number: int) -> tuple[Page, di
 def _search_page_and_totals(
     sessions: QuerySet[Session], number: int
 ) -> tuple[Page, dict[str, int]]:
-    """Page *number* of a search's *sessions*, and its count and totals, from the first
-    SEARCH_COUNT_CAP + 1 of them in the list's order: one statement, so the match runs
-    once for all three. Over the cap, `capped`: the page says "100+" and sums nothing."""
-    found = list(sessions.values_list("pk", *_SUMMED.values())[: SEARCH_COUNT_CAP + 1])
-    capped = len(found) > SEARCH_COUNT_CAP
-    found = found[:SEARCH_COUNT_CAP]
+    """Page *number* of a search's *sessions*, and its count and totals, from the sessions
+    up to the end of that page and one more, in the list's order: one statement, so the
+    match runs once for all three. When that one more is there, `capped`: the page says
+    "N+ sessions" (N those up to its end), offers the next page, and sums nothing."""
+    number = min(number, SEARCH_MAX_PAGE)
+    end = number * SEARCH_SESSIONS_PER_PAGE
+    found = list(sessions.values_list("pk", *_SUMMED.values())[: end + 1])
+    capped = len(found) > end
+    paginator = Paginator(sessions, SEARCH_SESSIONS_PER_PAGE)
+    # One past the end names a next page, except on the last page offered.
+    paginator.count = len(found) if number < SEARCH_MAX_PAGE else min(len(found), end)
+    found = found[:end]
     totals = {name: sum(row[n] for row in found) for n, name in enumerate(_SUMMED, start=1)}
     totals.update(sessions=len(found), capped=int(capped))
     totals["kept_out"] = max(0, totals["received"] - totals["in_history"])
-    paginator = Paginator(sessions, SEARCH_SESSIONS_PER_PAGE)
-    paginator.count = len(found)
-    page = paginator.get_page(number)
+    page = paginator.get_page(number)  # past the end: the last page, from the rows found
     start = (page.number - 1) * SEARCH_SESSIONS_PER_PAGE
     ids = [row[0] for row in found[start : start + SEARCH_SESSIONS_PER_PAGE]]
     shown = Session.objects.in_bulk(ids)

@@ -77,8 +77,9 @@ def test_a_search_page_costs_the_same_statements_for_few_or_many_matches(logged_
     many_page, many = search_page(logged_in_client, "walrus")
     second_page, second = search_page(logged_in_client, "walrus", page=2)
 
-    many_count = f"{SEARCH_SESSIONS_PER_PAGE + 10} sessions"
-    assert b"3 sessions" in few_page and many_count.encode() in many_page
+    assert b"3 sessions" in few_page
+    assert f"{SEARCH_SESSIONS_PER_PAGE}+ sessions".encode() in many_page
+    assert f"{SEARCH_SESSIONS_PER_PAGE + 10} sessions".encode() in second_page
     assert many_page.count(b'<tr class="hits">') == SEARCH_SESSIONS_PER_PAGE
     assert second_page.count(b'<tr class="hits">') == 10
     assert len(few) == len(many) == len(second)
@@ -88,20 +89,41 @@ def test_a_search_page_costs_the_same_statements_for_few_or_many_matches(logged_
     assert _matches(few) == _matches(many) == _matches(second) == expected
 
 
-def test_a_search_counts_its_sessions_up_to_a_cap(logged_in_client, monkeypatch):
-    monkeypatch.setattr(views, "SEARCH_COUNT_CAP", 5)
+def test_a_search_counts_its_sessions_only_as_far_as_the_page_it_shows(
+    logged_in_client, monkeypatch
+):
     monkeypatch.setattr(views, "SEARCH_SESSIONS_PER_PAGE", 2)
-    record_runs(8, word="walrus")
+    monkeypatch.setattr(views, "SEARCH_MAX_PAGE", 3)
+    record_runs(7, word="walrus")
     record_runs(2, word="okapi")
 
-    capped, _ = search_page(logged_in_client, "walrus")
-    last, _ = search_page(logged_in_client, "walrus", page=9)
+    first, _ = search_page(logged_in_client, "walrus")
+    second, _ = search_page(logged_in_client, "walrus", page=2)
+    last_offered, _ = search_page(logged_in_client, "walrus", page=9)
     exact, _ = search_page(logged_in_client, "okapi")
 
-    assert b"5+ sessions" in capped and b"page 1 of 3" in capped
-    assert b'class="totals"' not in capped  # no sums over sessions it did not count
-    assert b"page 3 of 3" in last and last.count(b'<tr class="hits">') == 1
-    assert b"2 sessions" in exact and b'class="totals"' in exact
+    # Two shown and a third found: another page follows, how many is not known.
+    assert b"2+ sessions" in first and b'rel="next"' in first
+    assert b"<span>page 1</span>" in first
+    assert b'class="totals"' not in first  # no sums over sessions it did not count
+    assert b"4+ sessions" in second and b"<span>page 2</span>" in second
+    # The last page offered: its sessions, no next page, still not all counted.
+    assert b"6+ sessions" in last_offered and b"<span>page 3</span>" in last_offered
+    assert last_offered.count(b'<tr class="hits">') == 2 and b'rel="next"' not in last_offered
+    assert b"2 sessions" in exact and b'class="totals"' in exact and b"pager" not in exact
+
+
+def test_the_last_page_of_a_search_counts_its_sessions(logged_in_client, monkeypatch):
+    monkeypatch.setattr(views, "SEARCH_SESSIONS_PER_PAGE", 2)
+    record_runs(5, word="walrus")
+
+    last, _ = search_page(logged_in_client, "walrus", page=3)
+    past, _ = search_page(logged_in_client, "walrus", page=7)
+
+    for page in (last, past):
+        assert b"5 sessions" in page and b"page 3 of 3" in page
+        assert page.count(b'<tr class="hits">') == 1 and b'class="totals"' in page
+        assert b"Total of all 5" in page
 
 
 def _plan(sessions) -> str:
