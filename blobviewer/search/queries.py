@@ -27,6 +27,7 @@ from django.db.models import (
     F,
     Func,
     IntegerField,
+    Min,
     OuterRef,
     Q,
     QuerySet,
@@ -258,38 +259,30 @@ def session_places(query: SearchQuery, session_ids: Sequence[uuid.UUID]) -> dict
     if not query.full or not session_ids:
         return places
     refs = BlobRef.objects.filter(session_id__in=session_ids)
-    # Items' chunks, then blobs' chunks, each found by the sessions asked for (two
-    # statements: one with an OR would have PostgreSQL read every chunk that matches
-    # anywhere); each place's first chunk first.
-    columns = (
-        "pk",
-        "session_id",
-        "source",
-        "item__seq",
-        "item__type",
-        "item__tool",
-        "item__title",
-        "blob_id",
-        "blob__kind",
+    # Each place's first matching chunk: a text's chunks are written in its order, so the
+    # first has the lowest id. Items' places, then blobs', each found by the sessions asked
+    # for (two statements: one with an OR would have PostgreSQL read every chunk that
+    # matches anywhere).
+    matching = matching_chunks(query).order_by()
+    item_places = (
+        matching.filter(session_id__in=session_ids, item__isnull=False)
+        .values_list("session_id", "item_id", "source")
+        .annotate(first=Min("pk"))
+        .values_list(
+            "first", "session_id", "source", "item__seq", "item__type", "item__tool", "item__title"
+        )
     )
-    matching = matching_chunks(query).order_by("start", "pk")
-    found = [
-        *matching.filter(session_id__in=session_ids, item__isnull=False).values_list(*columns),
-        # The blobs as a list of ids: as a subquery, PostgreSQL would rather read every
-        # blob's chunks in order than look each of these few up.
-        *matching.filter(blob_id__in=_listed(refs.values_list("blob_id", flat=True))).values_list(
-            *columns
-        ),
-    ]
-    seen: set[tuple[Any, ...]] = set()
-    first_chunk: dict[uuid.UUID, tuple[int, str]] = {}
-    for pk, session_id, source, seq, item_type, tool, title, blob_id, kind in found:
-        if blob_id is not None:
-            first_chunk.setdefault(blob_id, (pk, kind))
-        elif (session_id, seq, source) not in seen:
-            seen.add((session_id, seq, source))
-            place = Place(session_id, seq, item_type, tool, source, pk, title=title)
-            places[session_id].append(place)
+    for pk, session_id, source, seq, item_type, tool, title in item_places:
+        places[session_id].append(Place(session_id, seq, item_type, tool, source, pk, title=title))
+    # The blobs as a list of ids: as a subquery, PostgreSQL would rather read every blob's
+    # chunks in order than look each of these few up.
+    blob_places = (
+        matching.filter(blob_id__in=_listed(refs.values_list("blob_id", flat=True)))
+        .values_list("blob_id")
+        .annotate(first=Min("pk"))
+        .values_list("blob_id", "first", "blob__kind")
+    )
+    first_chunk = {blob_id: (pk, kind) for blob_id, pk, kind in blob_places}
     if first_chunk:
         referencing = refs.filter(blob_id__in=list(first_chunk)).values_list(
             "session_id", "blob_id", "item__seq", "item__type", "item__tool", "item__title"

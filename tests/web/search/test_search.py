@@ -317,6 +317,26 @@ def test_a_match_across_a_chunk_edge_is_found(logged_in_client, position):
     assert len(hit_rows(html)) == 1  # one place, though two chunks hold it
 
 
+def test_a_place_that_matches_in_many_chunks_shows_its_first_match(logged_in_client, store):
+    filler = "z" * (CHUNK_CHARS + OVERLAP_CHARS)
+    text = "walrus first " + filler + " walrus second " + filler + " walrus third"
+    lines = [f"line {n}: ok" for n in range(3 * CHUNK_CHARS // 10)]
+    lines[5], lines[len(lines) // 2], lines[-1] = "walrus one", "walrus two", "walrus three"
+    output = "\n".join(lines) + "\n"
+    session_id = record("Many chunks", user_item(1, text), tool_result_item(2, output))
+    assert SearchChunk.objects.filter(source="text").count() >= 3
+    assert SearchChunk.objects.filter(blob_id=blob_of(session_id, 2)).count() >= 3
+
+    hits = [
+        unescape(re.sub(r"<[^>]+>", "", row))
+        for row in hit_rows(search(logged_in_client, "walrus"))
+    ]
+
+    assert len(hits) == 3  # the message, the output as the model got it, the blob
+    assert "walrus first" in hits[0]
+    assert "walrus one" in hits[2] and "text blob of #2" in hits[2]
+
+
 def test_a_blob_is_indexed_up_to_the_limit_and_its_page_says_so(logged_in_client, settings):
     settings.BLOBVIEWER_SEARCH_BLOB_BYTES = 2_000
     output = big_output("early_bird", lines=20) + big_output("late_comer", lines=400)
