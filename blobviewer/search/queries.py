@@ -14,12 +14,11 @@ the same hits.
 
 from __future__ import annotations
 
-import itertools
 import json
 import re
 import uuid
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import connection, transaction
@@ -55,16 +54,10 @@ Source = SearchChunk.Source
 _SOURCE_ORDER = {Source.TITLE: 0, Source.TEXT: 1, Source.CALLS: 2, Source.OUTPUT: 3, Source.BLOB: 4}
 
 
-_TOKENS = itertools.count(1)
-
-
 @dataclass(frozen=True, slots=True)
 class SearchQuery:
     text: str  # as typed, less surrounding whitespace
     folded: str
-    # Which query this is, for the index's answer kept while it is used (_index_answer):
-    # each request parses its own.
-    token: int = field(default_factory=lambda: next(_TOKENS), compare=False, repr=False)
 
     @property
     def full(self) -> bool:
@@ -82,28 +75,23 @@ def matching_chunks(query: SearchQuery, *, from_index: bool = False) -> QuerySet
     """Every chunk whose folded text contains the folded query (a full query only).
 
     Narrowed by the caller to a few sessions or blobs, the chunks are found by those and
-    each is checked against the index's answer, so the work grows with what is asked for,
-    not with the corpus (see session_filter). *from_index*: the chunks are found from the
-    index instead, for a query it lists few chunks for."""
+    each is read for the query (instr on SQLite, strpos on PostgreSQL): the work grows
+    with what is asked for, where the index's answer for a common word grows with the
+    corpus (see session_filter). *from_index*: the chunks are found from the index
+    instead, for a query it lists few chunks for."""
     chunks = _searched_chunks()
-    if connection.vendor != "sqlite":
-        # LIKE '%…%' on the folded text from pg_trgm's GIN index on it; or, on the chunks
-        # the caller asked for, strpos, which the index does not serve, so no estimate
-        # (a stale one had it read the index's answer per session) can choose it, and
-        # which finds a word in a long text quicker than LIKE.
-        if from_index:
-            return chunks.filter(searched__contains=query.folded)
-        return _holding(chunks, query, "strpos")
-    # The chunks that hold every trigram of the query (the tokenizer keeps case; both sides
-    # are folded), then those whose folded text holds the query itself. The index's answer
-    # is a list SQLite makes once a statement; `+id` keeps SQLite from walking that list (a
-    # lookup per listed chunk) rather than the chunks the caller asked for.
+    sqlite = connection.vendor == "sqlite"
+    if from_index and not sqlite:
+        # LIKE '%…%' on the folded text, from pg_trgm's GIN index on it.
+        return chunks.filter(searched__contains=query.folded)
     if from_index:
+        # The chunks that hold every trigram of the query (the tokenizer keeps case; both
+        # sides are folded), then those whose folded text holds the query itself.
         chunks = chunks.filter(pk__in=_index_answer(query))
-    else:
-        listed = Func(F("pk"), template="+%(expressions)s", output_field=IntegerField())
-        chunks = chunks.alias(listed=listed).filter(listed__in=_index_answer(query))
-    return _holding(chunks, query, "instr")
+    # strpos rather than LIKE on PostgreSQL: the trigram index does not serve it, so no
+    # estimate (a stale one had it read the index's answer per session) can choose it, and
+    # it finds a word in a long text quicker.
+    return _holding(chunks, query, "instr" if sqlite else "strpos")
 
 
 def _holding(chunks: QuerySet[SearchChunk], query: SearchQuery, find: str) -> QuerySet:
@@ -113,35 +101,13 @@ def _holding(chunks: QuerySet[SearchChunk], query: SearchQuery, find: str) -> Qu
     return chunks.alias(holds=holds).filter(holds__gt=0)
 
 
-# SQLite: the index's answer to the query in use, kept for the statements that follow,
-# and which query that is (one row: the SearchQuery's token).
-FOUND_TABLE = "blobviewer_search_found"
-FOR_TABLE = "blobviewer_search_found_for"
-
-
-def _index_answer(query: SearchQuery) -> RawSQL:
-    """The chunks (ids) that hold every trigram of *query*, from SQLite's FTS5 index.
-
-    The index is asked once a query: its answer goes into a temporary table (this
-    connection's own) that the page, its count and its places all read, rather than each
-    statement making the list again (its cost grows with the corpus). The table says whose
-    answer it holds in the same transaction, so a rollback that takes the answer back
-    takes that back too and the next use asks again. One query at a time: statements of
-    another SearchQuery made before this one filled the table would read this answer."""
-    with connection.cursor() as cursor:
-        cursor.execute(f"CREATE TEMP TABLE IF NOT EXISTS {FOUND_TABLE} (id INTEGER PRIMARY KEY)")
-        cursor.execute(f"CREATE TEMP TABLE IF NOT EXISTS {FOR_TABLE} (token INTEGER)")
-        cursor.execute(f"SELECT token FROM temp.{FOR_TABLE}")
-        if cursor.fetchone() != (query.token,):
-            cursor.execute(f"DELETE FROM temp.{FOUND_TABLE}")
-            cursor.execute(f"DELETE FROM temp.{FOR_TABLE}")
-            cursor.execute(f"INSERT INTO temp.{FOR_TABLE} (token) VALUES (%s)", [query.token])
-            cursor.execute(
-                f"INSERT INTO temp.{FOUND_TABLE} "
-                f"SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH %s",
-                [trigrams(query)],
-            )
-    return RawSQL(f"SELECT id FROM temp.{FOUND_TABLE}", [])
+def _index_answer(query: SearchQuery, *, limit: int | None = None) -> RawSQL:
+    """The chunks (ids) that hold every trigram of *query*, from SQLite's FTS5 index (the
+    first *limit* of them it lists). SQLite makes the list once a statement."""
+    cut = "" if limit is None else f" LIMIT {int(limit)}"
+    return RawSQL(
+        f"SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH %s{cut}", [trigrams(query)]
+    )
 
 
 # Up to this many matching chunks, a search finds its sessions from them (a rare word);
@@ -153,7 +119,8 @@ def _few_chunks(query: SearchQuery) -> bool:
     """Whether at most FEW_CHUNKS chunks match *query*: on SQLite, those the index lists
     (without reading any); on PostgreSQL, those that match, read until there are more."""
     if connection.vendor == "sqlite":
-        return _rows(f"{_index_answer(query).sql} LIMIT {FEW_CHUNKS + 1}", []) <= FEW_CHUNKS
+        listed = _index_answer(query, limit=FEW_CHUNKS + 1)
+        return _rows(listed.sql, listed.params) <= FEW_CHUNKS
     first = matching_chunks(query, from_index=True).order_by().values("pk")[: FEW_CHUNKS + 1]
     with transaction.atomic():
         with connection.cursor() as cursor:
