@@ -9,7 +9,8 @@ of tool output each (a user message, tool calls, five outputs of which the bigge
 promoted to a blob), text that reads like a coding agent's: Python and JavaScript source,
 test runs, build logs. The words searched for are spread as they are in real recordings:
 `import` in most sessions, `def ` and `function` in many, `error` in a third,
-`disk_pressure` in one in a hundred, `unobtainium_flux` once, deep in one output. Each word
+`kafka_rebalance` in every output of one session in twenty, `disk_pressure` in one in a
+hundred, `unobtainium_flux` once, deep in one output. Each word
 is searched for through Django's test client (the whole request), p50 of --repeat
 requests after one warm-up, and printed with its ratio to the login page's p50. Goals
 (docs/pages.md#search): every word <= 100 ms and <= 10x the login page, at 2,000 sessions and
@@ -34,7 +35,16 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-WORDS = ("import", "def ", "function", "error", "disk_pressure", "unobtainium_flux", "zq")
+WORDS = (
+    "import",
+    "def ",
+    "function",
+    "error",
+    "kafka_rebalance",
+    "disk_pressure",
+    "unobtainium_flux",
+    "zq",
+)
 RARE = "unobtainium_flux"
 GOAL_MS, GOAL_RATIO = 100.0, 10.0
 
@@ -103,6 +113,8 @@ def session_records(n: int, kb: int) -> list[dict[str, object]]:
         text = _output(rng, size, kinds)
         if step == 0 and n % 100 == 7:
             text += f"WARN disk_pressure on /dev/sda{n % 4}\n"
+        if n % 20 == 3:  # a project's own name, in every output of its sessions
+            text += f"INFO kafka_rebalance of group-{n} done\n"
         if step == 0 and n == 1_001:
             middle = len(text) // 2
             text = text[:middle] + f"\nERROR reactor: {RARE} depleted\n" + text[middle:]

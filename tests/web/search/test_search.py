@@ -434,14 +434,20 @@ QUERIES = [
 ]
 
 
-@pytest.mark.parametrize("walked", [False, True], ids=["from the index", "walked"])
+@pytest.mark.parametrize(
+    ("few", "listed"),
+    [(500, 10_000), (0, 10_000), (0, 0)],
+    ids=["from the index", "walked, listed first", "walked, read"],
+)
 def test_search_finds_exactly_the_texts_whose_folding_contains_the_folded_query(
-    walked, db, monkeypatch
+    few, listed, db, monkeypatch
 ):
     """Each database answers as Python's casefold() and `in` do, so both answer alike
     (CI runs this on SQLite and on PostgreSQL), whether the query's few chunks name their
-    sessions or each session is tested on its own (a common word's walk)."""
-    monkeypatch.setattr(queries, "FEW_CHUNKS", 0 if walked else 500)
+    sessions or each session is tested on its own (a common word's walk), its chunks
+    looked up in the index's answer first (SQLite) or not."""
+    monkeypatch.setattr(queries, "FEW_CHUNKS", few)
+    monkeypatch.setattr(queries, "LISTED_CHUNKS", listed)
     by_text = {}
     for text in CORPUS:
         session_id = record(f"corpus {len(by_text)}", user_item(1, text))

@@ -146,12 +146,13 @@ def _plan(sessions) -> str:
         return "\n".join(str(row[-1]) for row in cursor.fetchall())
 
 
-@pytest.mark.parametrize("rare", [True, False])
+@pytest.mark.parametrize("rare,listed", [(True, 10_000), (False, 10_000), (False, 0)])
 def test_a_common_word_walks_the_list_in_its_order_and_a_rare_one_starts_from_its_chunks(
-    rare, monkeypatch
+    rare, listed, monkeypatch
 ):
     ids = record_runs(3, word="walrus")
     monkeypatch.setattr(queries, "FEW_CHUNKS", 100 if rare else 0)
+    monkeypatch.setattr(queries, "LISTED_CHUNKS", listed)
     sessions = SessionFilterForm({"q": "walrus"}).filter(Session.objects.all())
 
     assert set(sessions.values_list("pk", flat=True)) == set(ids)  # the same either way
@@ -167,6 +168,10 @@ def test_a_common_word_walks_the_list_in_its_order_and_a_rare_one_starts_from_it
         # asks its trigram index once per session.
         assert "session_started" in plan and "TEMP B-TREE FOR ORDER BY" not in plan
         assert "hashed SubPlan" not in plan and "searchchunk_searched_trgm" not in plan
+        if sqlite:
+            # Listed first: the index's answer made once for the statement, each
+            # session's chunks looked up in it; else only the session's chunks, read.
+            assert (f"{FTS_TABLE} VIRTUAL TABLE" in plan) == bool(listed), plan
 
 
 def test_places_are_found_only_among_the_sessions_asked_for(logged_in_client):
@@ -273,8 +278,8 @@ def test_postgresql_tells_a_common_word_from_its_trigram_index_not_by_reading_th
     monkeypatch.setattr(queries, "FEW_CHUNKS", 5)
     before = _scans_of_chunks()
 
-    assert queries._few_chunks(parse_query("walrus")) is False
-    assert queries._few_chunks(parse_query("okapi")) is True
+    assert queries._chunks_found(parse_query("walrus")) == 6  # counted to one past 5
+    assert queries._chunks_found(parse_query("okapi")) == 0
 
     (seq_after, index_after), (seq_before, index_before) = _scans_of_chunks(), before
     assert (seq_after - seq_before, index_after - index_before) == (0, 2)
