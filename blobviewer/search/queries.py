@@ -245,7 +245,6 @@ def session_places(query: SearchQuery, session_ids: Sequence[uuid.UUID]) -> dict
     places: dict[Any, list[Place]] = {session_id: [] for session_id in session_ids}
     if not query.full or not session_ids:
         return places
-    refs = BlobRef.objects.filter(session_id__in=session_ids)
     # Each place's first matching chunk: a text's chunks are written in its order, so the
     # first has the lowest id. Items' places, then blobs', each found by the sessions asked
     # for (two statements: one with an OR would have PostgreSQL read every chunk that
@@ -261,46 +260,40 @@ def session_places(query: SearchQuery, session_ids: Sequence[uuid.UUID]) -> dict
     )
     for pk, session_id, source, seq, item_type, tool, title in item_places:
         places[session_id].append(Place(session_id, seq, item_type, tool, source, pk, title=title))
-    # The blobs as a list of ids: as a subquery, PostgreSQL would rather read every blob's
-    # chunks in order than look each of these few up.
-    blob_places = (
-        matching.filter(blob_id__in=_listed(refs.values_list("blob_id", flat=True)))
-        .values_list("blob_id")
-        .annotate(first=Min("pk"))
-        .values_list("blob_id", "first", "blob__kind")
-    )
-    first_chunk = {blob_id: (pk, kind) for blob_id, pk, kind in blob_places}
-    if first_chunk:
-        referencing = refs.filter(blob_id__in=list(first_chunk)).values_list(
-            "session_id", "blob_id", "item__seq", "item__type", "item__tool", "item__title"
+    # A blob's place: its first matching chunk, looked up for each reference to it by the
+    # sessions asked for (from the index on the chunks' blob).
+    first = matching.filter(blob_id=OuterRef("blob_id")).order_by("pk").values("pk")[:1]
+    referencing = (
+        BlobRef.objects.filter(session_id__in=session_ids)
+        .annotate(first=Subquery(first, output_field=IntegerField()))
+        .values_list(
+            "session_id",
+            "blob_id",
+            "first",
+            "blob__kind",
+            "item__seq",
+            "item__type",
+            "item__tool",
+            "item__title",
         )
-        chosen: dict[tuple[Any, Any], tuple[bool, int, str, str, str]] = {}
-        for session_id, blob_id, seq, item_type, tool, title in referencing:
-            # The output that was promoted into the blob, rather than a later inspect of it.
-            inspected = item_type != Item.Type.TOOL_RESULT or tool == "inspect"
-            rank = (inspected, seq, item_type, tool, title)
-            key = (session_id, blob_id)
-            if key not in chosen or rank < chosen[key]:
-                chosen[key] = rank
-        for (session_id, blob_id), (_, seq, item_type, tool, title) in chosen.items():
-            pk, kind = first_chunk[blob_id]
-            places[session_id].append(
-                Place(session_id, seq, item_type, tool, Source.BLOB, pk, blob_id, kind, title)
-            )
+    )
+    chosen: dict[tuple[Any, Any], tuple[bool, int, str, str, str, int, str]] = {}
+    for session_id, blob_id, pk, kind, seq, item_type, tool, title in referencing:
+        if pk is None:  # the query is not in this blob
+            continue
+        # The output that was promoted into the blob, rather than a later inspect of it.
+        inspected = item_type != Item.Type.TOOL_RESULT or tool == "inspect"
+        rank = (inspected, seq, item_type, tool, title, pk, kind)
+        key = (session_id, blob_id)
+        if key not in chosen or rank < chosen[key]:
+            chosen[key] = rank
+    for (session_id, blob_id), (_, seq, item_type, tool, title, pk, kind) in chosen.items():
+        places[session_id].append(
+            Place(session_id, seq, item_type, tool, Source.BLOB, pk, blob_id, kind, title)
+        )
     for found in places.values():
         found.sort(key=lambda place: place.sort_key)
     return places
-
-
-# Up to this many ids go to the database as a list (each a parameter); more, as the
-# subquery they came from (both databases cap a statement's parameters).
-_LISTED_IDS = 1_000
-
-
-def _listed(ids: QuerySet[Any, Any]) -> QuerySet[Any, Any] | list[Any]:
-    """*ids* (a values_list query) as a list of distinct ids, when they are few."""
-    found = list(ids.order_by().distinct()[: _LISTED_IDS + 1])
-    return ids if len(found) > _LISTED_IDS else found
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,7 @@ from django.urls import reverse
 
 from blobviewer.data_dir import blob_store
 from blobviewer.ingest.sessions import ingest_session
-from blobviewer.models import Blob, Item, SearchChunk, SearchedBlob, Session
+from blobviewer.models import Blob, BlobRef, Item, SearchChunk, SearchedBlob, Session
 from blobviewer.search import queries
 from blobviewer.search.folding import fold
 from blobviewer.search.indexing import CHUNK_CHARS, OVERLAP_CHARS, index_session
@@ -335,6 +335,26 @@ def test_a_place_that_matches_in_many_chunks_shows_its_first_match(logged_in_cli
     assert len(hits) == 3  # the message, the output as the model got it, the blob
     assert "walrus first" in hits[0]
     assert "walrus one" in hits[2] and "text blob of #2" in hits[2]
+
+
+def test_a_blob_hit_is_placed_at_the_step_that_promoted_it_not_at_a_later_reference(
+    logged_in_client, store
+):
+    session_id = uuid.uuid4()
+    promoted = tool_result_item(2, big_output(f"raise {NEEDLE}"), tool="run_build")
+    record("Refs", user_item(1, "Build it."), promoted, session_id=session_id)
+    ref = f"[blob:{blob_of(session_id, 2)}]"
+    inspected = tool_result_item(3, f"{ref} lines:190-210 → ok", tool="inspect", call_id="d")
+    items = [user_item(1, "Build it."), promoted, inspected, user_item(4, f"Look at {ref}")]
+    record("Refs", *items, session_id=session_id)
+    assert BlobRef.objects.filter(session_id=session_id).count() == 3
+
+    [hit] = [
+        unescape(re.sub(r"<[^>]+>", "", row))
+        for row in hit_rows(search(logged_in_client, "flux_capacitor"))
+    ]
+
+    assert hit.startswith("text blob of #2 run_build")
 
 
 def test_a_blob_is_indexed_up_to_the_limit_and_its_page_says_so(logged_in_client, settings):
