@@ -254,6 +254,21 @@ def test_an_ingest_checks_its_sessions_title_without_reading_every_title():
     assert list(titles.values_list("text", flat=True)) == ["run 0"]
 
 
+def test_a_titles_only_search_reads_the_titles_alone():
+    """A query under three characters reads every title: from an index of the titles that
+    holds their text on SQLite (not each title's row among all the chunks), by an index on
+    the source on PostgreSQL."""
+    ids = record_runs(3, word="walrus")
+    sessions = SessionFilterForm({"q": "un"}).filter(Session.objects.all())
+
+    assert set(sessions.values_list("pk", flat=True)) == set(ids)  # "run 0", "run 1", …
+    plan = _plan(sessions[:SEARCH_SESSIONS_PER_PAGE])
+    if connection.vendor == "sqlite":
+        assert "USING COVERING INDEX searchchunk_titles (source=?)" in plan, plan
+    else:
+        assert "Index Cond: ((source)::text = 'title'::text)" in plan, plan
+
+
 def _scans_of_chunks() -> tuple[int, int]:
     """(whole-table reads, index scans) of the chunk table in this transaction."""
     with connection.cursor() as cursor:
