@@ -455,19 +455,21 @@ QUERIES = [
 
 
 @pytest.mark.parametrize(
-    ("few", "listed"),
-    [(500, 10_000), (0, 10_000), (0, 0)],
-    ids=["from the index", "walked, listed first", "walked, read"],
+    ("few", "listed", "few_sessions"),
+    [(500, 10_000, 50), (500, 10_000, 0), (0, 10_000, 50), (0, 0, 50)],
+    ids=["from the index", "from the index, walked", "walked, listed first", "walked, read"],
 )
 def test_search_finds_exactly_the_texts_whose_folding_contains_the_folded_query(
-    few, listed, db, monkeypatch
+    few, listed, few_sessions, db, monkeypatch
 ):
     """Each database answers as Python's casefold() and `in` do, so both answer alike
     (CI runs this on SQLite and on PostgreSQL), whether the query's few chunks name their
-    sessions or each session is tested on its own (a common word's walk), its chunks
-    looked up in the index's answer first (SQLite) or not."""
+    sessions (on SQLite, each confirmed in turn, or in the list's walk) or each session is
+    tested on its own (a common word's walk), its chunks looked up in the index's answer
+    first (SQLite) or not."""
     monkeypatch.setattr(queries, "FEW_CHUNKS", few)
     monkeypatch.setattr(queries, "LISTED_CHUNKS", listed)
+    monkeypatch.setattr(queries, "FEW_SESSIONS", few_sessions)
     by_text = {}
     for text in CORPUS:
         session_id = record(f"corpus {len(by_text)}", user_item(1, text))

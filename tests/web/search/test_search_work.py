@@ -83,10 +83,11 @@ def test_a_search_page_costs_the_same_statements_for_few_or_many_matches(logged_
     assert many_page.count(b'<tr class="hits">') == SEARCH_SESSIONS_PER_PAGE
     assert second_page.count(b'<tr class="hits">') == 10
     assert len(few) == len(many) == len(second)
-    # SQLite asks its index to tell a rare word and for the page with its count and
-    # totals; PostgreSQL matches in each statement: those two, its items' places and its
-    # blobs' (SQLite reads the places' chunks for the query, which _matches does not count).
-    expected = 2 if connection.vendor == "sqlite" else 4
+    # SQLite asks its index to tell a rare word, for the sessions a rare word's chunks
+    # name, and for the page with its count and totals; PostgreSQL matches in each
+    # statement: the first and the last of those, its items' places and its blobs'
+    # (SQLite reads the places' chunks for the query, which _matches does not count).
+    expected = 3 if connection.vendor == "sqlite" else 4
     assert _matches(few) == _matches(many) == _matches(second) == expected
 
 
@@ -146,27 +147,40 @@ def _plan(sessions) -> str:
         return "\n".join(str(row[-1]) for row in cursor.fetchall())
 
 
-@pytest.mark.parametrize("rare,listed", [(True, 10_000), (False, 10_000), (False, 0)])
+@pytest.mark.parametrize(
+    "rare,listed,few_sessions",
+    [(True, 10_000, 50), (True, 10_000, 0), (False, 10_000, 50), (False, 0, 50)],
+)
 def test_a_common_word_walks_the_list_in_its_order_and_a_rare_one_starts_from_its_chunks(
-    rare, listed, monkeypatch
+    rare, listed, few_sessions, monkeypatch
 ):
     ids = record_runs(3, word="walrus")
     monkeypatch.setattr(queries, "FEW_CHUNKS", 100 if rare else 0)
     monkeypatch.setattr(queries, "LISTED_CHUNKS", listed)
+    monkeypatch.setattr(queries, "FEW_SESSIONS", few_sessions)
     sessions = SessionFilterForm({"q": "walrus"}).filter(Session.objects.all())
 
     assert set(sessions.values_list("pk", flat=True)) == set(ids)  # the same either way
     sqlite = connection.vendor == "sqlite"
     plan = _plan(sessions[:SEARCH_SESSIONS_PER_PAGE])
-    if rare:
+    in_order = "session_started" in plan and "TEMP B-TREE FOR ORDER BY" not in plan
+    if rare and not sqlite:
         # The chunks the index finds name the sessions: no session is tested on its own.
-        tested_in_turn = "CORRELATED SCALAR SUBQUERY" if sqlite else "IS NOT NULL"
-        assert tested_in_turn not in plan, plan
+        assert "IS NOT NULL" not in plan, plan
+    elif rare and few_sessions:
+        # SQLite: the sessions the listed chunks name, looked up, each confirmed by its
+        # first matching chunk.
+        assert "SEARCH blobviewer_session USING INDEX sqlite_autoindex" in plan, plan
+        assert "CORRELATED SCALAR SUBQUERY" in plan and not in_order, plan
+    elif rare:
+        # SQLite, more sessions named: the list walked in its order for them, so that
+        # confirming stops when the page is full.
+        assert in_order and "CORRELATED SCALAR SUBQUERY" in plan, plan
     else:
         # The list's order from its index, each session tested in turn: the walk stops
         # when the page is full. PostgreSQL neither hashes every matching chunk first nor
         # asks its trigram index once per session.
-        assert "session_started" in plan and "TEMP B-TREE FOR ORDER BY" not in plan
+        assert in_order, plan
         assert "hashed SubPlan" not in plan and "searchchunk_searched_trgm" not in plan
         if sqlite:
             # Listed first: the index's answer made once for the statement, each
