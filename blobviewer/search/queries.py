@@ -132,6 +132,8 @@ LISTED_CHUNKS = 10_000
 # SQLite: up to this many sessions named by a rare word's chunks, each is confirmed; beyond,
 # the list is walked in its order for them (which passes the sessions between).
 FEW_SESSIONS = 50
+# More named sessions than this go to SQLite as the subquery that names them, not as ids.
+LISTED_SESSIONS = 1_000
 
 
 def _chunks_found(query: SearchQuery) -> int:
@@ -219,9 +221,11 @@ def session_filter(query: SearchQuery) -> Q:
     named = SearchChunk.objects.filter(pk__in=_index_answer(query)).annotate(
         found_in=Coalesce("session_id", "blob__refs__session_id")
     )
-    candidates = list(set(named.values_list("found_in", flat=True)) - {None})
+    candidates: list[Any] | QuerySet = list(set(named.values_list("found_in", flat=True)) - {None})
     if len(candidates) <= FEW_SESSIONS:
         return Q(pk__in=candidates) & walk
+    if len(candidates) > LISTED_SESSIONS:  # a blob many sessions reference
+        candidates = named.values("found_in")  # SQLite caps a statement's parameters
     plus_pk = Func(F("pk"), template="+%(expressions)s", output_field=UUIDField())
     return Q(In(plus_pk, candidates)) & walk
 

@@ -455,12 +455,24 @@ QUERIES = [
 
 
 @pytest.mark.parametrize(
-    ("few", "listed", "few_sessions"),
-    [(500, 10_000, 50), (500, 10_000, 0), (0, 10_000, 50), (0, 0, 50)],
-    ids=["from the index", "from the index, walked", "walked, listed first", "walked, read"],
+    ("few", "listed", "few_sessions", "listed_sessions"),
+    [
+        (500, 10_000, 50, 1_000),
+        (500, 10_000, 0, 1_000),
+        (500, 10_000, 0, 0),
+        (0, 10_000, 50, 1_000),
+        (0, 0, 50, 1_000),
+    ],
+    ids=[
+        "from the index",
+        "from the index, walked",
+        "from the index, walked, named by a subquery",
+        "walked, listed first",
+        "walked, read",
+    ],
 )
 def test_search_finds_exactly_the_texts_whose_folding_contains_the_folded_query(
-    few, listed, few_sessions, db, monkeypatch
+    few, listed, few_sessions, listed_sessions, db, monkeypatch
 ):
     """Each database answers as Python's casefold() and `in` do, so both answer alike
     (CI runs this on SQLite and on PostgreSQL), whether the query's few chunks name their
@@ -470,6 +482,7 @@ def test_search_finds_exactly_the_texts_whose_folding_contains_the_folded_query(
     monkeypatch.setattr(queries, "FEW_CHUNKS", few)
     monkeypatch.setattr(queries, "LISTED_CHUNKS", listed)
     monkeypatch.setattr(queries, "FEW_SESSIONS", few_sessions)
+    monkeypatch.setattr(queries, "LISTED_SESSIONS", listed_sessions)
     by_text = {}
     for text in CORPUS:
         session_id = record(f"corpus {len(by_text)}", user_item(1, text))
