@@ -95,12 +95,17 @@ def matching_chunks(
     elif listed and sqlite:
         # `+id` keeps SQLite from walking the answer (a lookup per listed chunk) rather
         # than the chunks the caller asked for.
-        plus_id = Func(F("pk"), template="+%(expressions)s", output_field=IntegerField())
-        chunks = chunks.alias(plus_id=plus_id).filter(plus_id__in=_index_answer(query))
+        chunks = chunks.filter(In(_plus(F("pk"), IntegerField()), _index_answer(query)))
     # strpos rather than LIKE on PostgreSQL: the trigram index does not serve it, so no
     # estimate (a stale one had it read the index's answer per session) can choose it, and
     # it finds a word in a long text quicker.
     return _holding(chunks, query, "instr" if sqlite else "strpos")
+
+
+def _plus(expression: F, output_field: Any) -> Func:
+    """*expression* behind SQLite's unary plus: the same value, which no index serves, so
+    a term on it cannot choose which table or list the statement walks."""
+    return Func(expression, template="+%(expressions)s", output_field=output_field)
 
 
 def _holding(chunks: QuerySet[SearchChunk], query: SearchQuery, find: str) -> QuerySet:
@@ -199,12 +204,8 @@ def session_filter(query: SearchQuery) -> Q:
         titles = _searched_chunks().filter(source=Source.TITLE, searched__contains=query.folded)
         return Q(pk__in=titles.values("session_id"))
     found = _chunks_found(query)
-    sqlite = connection.vendor == "sqlite"
-    if found <= FEW_CHUNKS and not sqlite:
-        named = matching_chunks(query, from_index=True).annotate(
-            found_in=Coalesce("session_id", "blob__refs__session_id")
-        )
-        return Q(pk__in=named.values("found_in"))
+    if found <= FEW_CHUNKS and connection.vendor != "sqlite":
+        return Q(pk__in=_naming(matching_chunks(query, from_index=True)).values("found_in"))
     listed = found <= LISTED_CHUNKS
     own = matching_chunks(query, listed=listed).filter(session_id=OuterRef("pk"))
     through_blobs = matching_chunks(query, listed=listed).filter(
@@ -218,16 +219,19 @@ def session_filter(query: SearchQuery) -> Q:
     # confirmed in the list's order (`+id` keeps SQLite walking the list rather than
     # them), so that confirming stops when the page is full. Reading every listed chunk
     # took 36 ms for `disk_pressure` (400 chunks) at 20,000 sessions.
-    named = SearchChunk.objects.filter(pk__in=_index_answer(query)).annotate(
-        found_in=Coalesce("session_id", "blob__refs__session_id")
-    )
-    candidates: list[Any] | QuerySet = list(set(named.values_list("found_in", flat=True)) - {None})
+    named = _naming(SearchChunk.objects.filter(pk__in=_index_answer(query))).values("found_in")
+    candidates = list({row["found_in"] for row in named} - {None})
     if len(candidates) <= FEW_SESSIONS:
         return Q(pk__in=candidates) & walk
-    if len(candidates) > LISTED_SESSIONS:  # a blob many sessions reference
-        candidates = named.values("found_in")  # SQLite caps a statement's parameters
-    plus_pk = Func(F("pk"), template="+%(expressions)s", output_field=UUIDField())
-    return Q(In(plus_pk, candidates)) & walk
+    # A blob many sessions reference: as the subquery, since SQLite caps the parameters.
+    among = named if len(candidates) > LISTED_SESSIONS else candidates
+    return Q(In(_plus(F("pk"), UUIDField()), among)) & walk
+
+
+def _naming(chunks: QuerySet[SearchChunk]) -> QuerySet[SearchChunk]:
+    """*chunks* with the session each is found in as `found_in`: its own, or for a blob's
+    chunk each session that references the blob."""
+    return chunks.annotate(found_in=Coalesce("session_id", "blob__refs__session_id"))
 
 
 def _found(chunks: QuerySet[SearchChunk]) -> Q:
