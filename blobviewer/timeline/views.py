@@ -86,20 +86,23 @@ def _search_page_and_totals(
     "N+ sessions" (N those up to its end), offers the next page, and sums nothing."""
     number = min(number, SEARCH_MAX_PAGE)
     end = number * SEARCH_SESSIONS_PER_PAGE
-    found = list(sessions.values_list("pk", *_SUMMED.values())[: end + 1])
+    # The whole rows (the list shows no session's meta): those before the page are few
+    # (SEARCH_MAX_PAGE), and one statement fewer costs less than reading them twice.
+    found = list(sessions.defer("meta")[: end + 1])
     capped = len(found) > end
     paginator = Paginator(sessions, SEARCH_SESSIONS_PER_PAGE)
     # One past the end names a next page, except on the last page offered.
     paginator.count = len(found) if number < SEARCH_MAX_PAGE else min(len(found), end)
     found = found[:end]
-    totals = {name: sum(row[n] for row in found) for n, name in enumerate(_SUMMED, start=1)}
+    totals = {
+        name: sum(getattr(session, column) for session in found)
+        for name, column in _SUMMED.items()
+    }
     totals.update(sessions=len(found), capped=int(capped))
     totals["kept_out"] = max(0, totals["received"] - totals["in_history"])
     page = paginator.get_page(number)  # past the end: the last page, from the rows found
     start = (page.number - 1) * SEARCH_SESSIONS_PER_PAGE
-    ids = [row[0] for row in found[start : start + SEARCH_SESSIONS_PER_PAGE]]
-    shown = Session.objects.in_bulk(ids)
-    page.object_list = [shown[pk] for pk in ids if pk in shown]
+    page.object_list = found[start : start + SEARCH_SESSIONS_PER_PAGE]
     return page, totals
 
 
