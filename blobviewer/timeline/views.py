@@ -95,8 +95,7 @@ def _search_page_and_totals(
     paginator.count = len(found) if number < SEARCH_MAX_PAGE else min(len(found), end)
     found = found[:end]
     totals = {
-        name: sum(getattr(session, column) for session in found)
-        for name, column in _SUMMED.items()
+        name: sum(getattr(session, column) for session in found) for name, column in _SUMMED.items()
     }
     totals.update(sessions=len(found), capped=int(capped))
     totals["kept_out"] = max(0, totals["received"] - totals["in_history"])

@@ -150,3 +150,22 @@ def test_a_chunk_keeps_a_folded_copy_only_where_lowering_ascii_does_not_make_it(
         )
     )
     assert kept == {1: None, 2: None, 3: "strasse"}
+
+
+def test_a_sessions_blobs_are_found_by_their_ids_for_a_planner_without_statistics(
+    store, monkeypatch
+):
+    """The blobs of a session still to index are asked for by their ids, a few hundred a
+    statement: as a subquery of the session's references, PostgreSQL planned it (for a
+    database one ingest is filling, with no statistics yet) as a read of every blob, so
+    that each session took longer than the one before."""
+    session_id = ingest_unindexed(store, monkeypatch, 8, 5)
+    monkeypatch.setattr(search, "_IDS", 2)
+
+    with CaptureQueriesContext(connection) as queries:
+        index_session(session_id, store=store)
+
+    pending = [q["sql"] for q in queries if "searchedblob" in q["sql"] and "SELECT" in q["sql"]]
+    assert len(pending) == 3, pending  # 5 blobs, 2 ids a statement
+    assert not any("blobviewer_blobref" in sql for sql in pending), pending
+    assert SearchedBlob.objects.count() == 5
