@@ -10,6 +10,7 @@ from django.db.models import Count, QuerySet, Sum, Window
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
+from django.utils.functional import SimpleLazyObject
 from django.views.decorators.http import require_safe
 
 from blobviewer.forms import SessionFilterForm
@@ -116,7 +117,8 @@ def session_list(request: HttpRequest) -> HttpResponse:
         page, totals = _search_page_and_totals(sessions, number)
     else:
         page, totals = _page_and_totals(sessions, number)
-    jobs = job_rates()
+    # Read when shown: the filter's choices are not in the list that htmx swaps.
+    jobs = SimpleLazyObject(job_rates)
     chosen = form.cleaned_data.get("job", "") if form.is_valid() else ""
     job_rate = next((rate for rate in jobs if rate.job == chosen), None) if chosen else None
     if chosen and job_rate is None:  # an older job than the filter offers

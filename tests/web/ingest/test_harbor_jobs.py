@@ -14,6 +14,8 @@ import httpx
 import pytest
 from django.core.management import call_command
 from django.core.wsgi import get_wsgi_application
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from blobviewer.models import Item, Session
 from blobviewer.push.sending import Pusher, PushState
@@ -210,6 +212,26 @@ def test_the_list_filters_by_job_and_outcome_and_shows_the_pass_rate(
     session = Session.objects.get(meta__harbor_trial="fix-bug__BBB")
     detail = client.get(session.get_absolute_url()).content.decode()
     assert f'href="/?job={job}"' in detail and "reward 0.0" in detail and "outcome-fail" in detail
+
+
+def test_the_list_htmx_swaps_reads_the_job_rates_only_for_a_job_it_filters_by(
+    jobs: Path, client, django_user_model
+) -> None:
+    """The job filter's choices (each job's pass rate) are not in the list htmx swaps as
+    the search is typed: its request reads none, unless the list shows one job's rate."""
+    ingest(jobs)
+    client.force_login(django_user_model.objects.create_user("ann", password="pw"))
+
+    def job_statements(**params: str) -> tuple[str, int]:
+        with CaptureQueriesContext(connection) as queries:
+            page = client.get("/", params, HTTP_HX_REQUEST="true").content.decode()
+        return page, sum('AS "trials"' in query["sql"] for query in queries)
+
+    page, read = job_statements(q="trial")
+    assert read == 0 and 'id="list"' in page and 'id="id_job"' not in page
+    page, read = job_statements(job="2026-06-16__12-00-00")
+    assert read == 1 and "3 trials, 1 of 3 passed (33%)" in page
+    assert job_statements()[1] == 0
 
 
 @pytest.mark.django_db(transaction=True)
