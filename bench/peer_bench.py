@@ -222,8 +222,9 @@ import django
 django.setup()
 from django.contrib.auth.models import User
 from django.test import Client
-from django.test.utils import setup_test_environment
-setup_test_environment()
+# Not setup_test_environment(): it has every template's rendering recorded (the client
+# copies the context each time), which no server does; the login page's form, a template
+# for each widget, paid it most.
 client = Client()
 user, _ = User.objects.get_or_create(username="bench")
 client.force_login(user)

@@ -193,9 +193,10 @@ def child(args: argparse.Namespace) -> int:
     django.setup()
     from django.core.management import call_command
     from django.db import connection
-    from django.test.utils import setup_test_environment
 
-    setup_test_environment()
+    # Not setup_test_environment(): it has every template's rendering recorded (the client
+    # copies the context each time), which no server does; the login page's form, a
+    # template for each widget, paid it most.
     call_command("migrate", verbosity=0)
     seconds = build(args.sessions, args.kb)
     print(f"  corpus built in {seconds:.0f}s ({connection.vendor})", flush=True)
