@@ -41,7 +41,9 @@ class JobRate:
 def job_rates(job: str = "") -> list[JobRate]:
     """The pass rate of each job (the SHOWN_JOBS most recent), or of *job* only; [] when
     there are none."""
-    sessions = Session.objects.filter(job=job) if job else Session.objects.exclude(job="")
+    # `job > ''` rather than `job <> ''`: a range of the index on the job, empty where no
+    # session has one, not a read of every session (4 ms at 20,000 on PostgreSQL).
+    sessions = Session.objects.filter(job=job) if job else Session.objects.filter(job__gt="")
     rows = (
         sessions.values("job")
         .annotate(

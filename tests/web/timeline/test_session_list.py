@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from blobviewer.models import Item, Session
@@ -98,6 +101,21 @@ def test_it_filters_by_model_and_by_having_blobs(logged_in_client):
     html = logged_in_client.get(reverse("session_list"), query).content.decode()
     assert "llama blobs" in html and "llama run" not in html
     assert '<option value="llama" selected>' in html
+
+
+def test_the_model_filter_offers_each_model_once_in_order(logged_in_client):
+    """The choices are read a model at a time (the least after the one before), and only
+    for the whole page."""
+    for title, model in [("b1", "beta"), ("a1", "alpha"), ("b2", "beta"), ("n", ""), ("g", "gé")]:
+        make_session(title, model=model)
+
+    html = logged_in_client.get(reverse("session_list")).content.decode()
+    select = html[html.index('<select id="id_model"') : html.index("</select>")]
+    assert re.findall(r'<option value="([^"]*)"', select) == ["", "alpha", "beta", "gé"]
+    # The list htmx swaps has no filter form, and reads no model.
+    with CaptureQueriesContext(connection) as queries:
+        logged_in_client.get(reverse("session_list"), headers=HTMX)
+    assert not any("RECURSIVE" in query["sql"] for query in queries)
 
 
 def test_it_pages_the_sessions_keeping_the_filters(logged_in_client):
