@@ -149,7 +149,7 @@ def _task_list(
         "form": form,
         "grouped": True,
         "page": page,
-        "jobs": job_rates(),
+        "jobs": SimpleLazyObject(job_rates),
         "models": SimpleLazyObject(_models),
         "prompt_task": PROMPT_TASK,
     }
