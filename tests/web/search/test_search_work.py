@@ -280,7 +280,10 @@ def test_a_titles_only_search_reads_the_titles_alone():
     if connection.vendor == "sqlite":
         assert "USING COVERING INDEX searchchunk_titles (source=?)" in plan, plan
     else:
-        assert "Index Cond: ((source)::text = 'title'::text)" in plan, plan
+        # Alone or with the session, as the planner's statistics make it choose.
+        conditions = [line for line in plan.splitlines() if "Index Cond:" in line]
+        assert any("(source)::text = 'title'::text" in line for line in conditions), plan
+        assert "Seq Scan on blobviewer_searchchunk" not in plan, plan
 
 
 def _scans_of_chunks() -> tuple[int, int, int]:
