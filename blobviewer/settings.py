@@ -144,8 +144,13 @@ if not DATABASE_URL:
     # on a fresh checkout.
     BLOBVIEWER_DATA.mkdir(parents=True, exist_ok=True)
     DATABASE_URL = f"sqlite:///{BLOBVIEWER_DATA / 'db.sqlite3'}"
+# A connection outlives its request (each of gunicorn's threads keeps one), checked before
+# a request reuses it: opening one costs a PostgreSQL server 3 ms and more, and its first
+# statements are planned with cold caches (docs/team.md#database).
 DATABASES = {
-    "default": dj_database_url.parse(DATABASE_URL, conn_max_age=_env_int("CONN_MAX_AGE", 0))
+    "default": dj_database_url.parse(
+        DATABASE_URL, conn_max_age=_env_int("CONN_MAX_AGE", 60), conn_health_checks=True
+    )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Write-ahead log: pages read while ingest writes, and a commit appends to the log
