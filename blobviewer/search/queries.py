@@ -228,12 +228,7 @@ def session_filter(query: SearchQuery) -> Q:
     found = _chunks_found(query)
     if found <= FEW_CHUNKS and connection.vendor != "sqlite":
         return Q(pk__in=_naming(matching_chunks(query, from_index=True)).values("found_in"))
-    listed = found <= LISTED_CHUNKS
-    own = matching_chunks(query, listed=listed).filter(session_id=OuterRef("pk"))
-    through_blobs = matching_chunks(query, listed=listed).filter(
-        blob__refs__session_id=OuterRef("pk")
-    )
-    walk = Q(_found(own)) | Q(_found(through_blobs))
+    walk = _found_in_session(query, listed=found <= LISTED_CHUNKS)
     if found > FEW_CHUNKS:
         return walk
     # SQLite, a rare word: the sessions its listed chunks name (none of them read), each
@@ -254,6 +249,21 @@ def _naming(chunks: QuerySet[SearchChunk]) -> QuerySet[SearchChunk]:
     """*chunks* with the session each is found in as `found_in`: its own, or for a blob's
     chunk each session that references the blob."""
     return chunks.annotate(found_in=Coalesce("session_id", "blob__refs__session_id"))
+
+
+def _found_in_session(query: SearchQuery, *, listed: bool) -> Q:
+    """Whether a session (the outer row) has a chunk that matches *query*: its own, or one
+    of a blob it references. On SQLite one subquery over both (the chunks of the session or
+    of its blobs, an OR it looks up by both indexes), so a listed answer is made once a
+    statement, not once for each (`kafka_rebalance` at 20,000 sessions: 10.6 -> 5.8 ms).
+    PostgreSQL would read every matching chunk for that OR (45 ms for `import` at 2,000
+    sessions, against 3): it gets one subquery for each."""
+    chunks = matching_chunks(query, listed=listed)
+    if connection.vendor == "sqlite":
+        blobs = BlobRef.objects.filter(session_id=OuterRef(OuterRef("pk"))).values("blob_id")
+        return _found(chunks.filter(Q(session_id=OuterRef("pk")) | Q(blob_id__in=blobs)))
+    own = chunks.filter(session_id=OuterRef("pk"))
+    return _found(own) | _found(chunks.filter(blob__refs__session_id=OuterRef("pk")))
 
 
 def _found(chunks: QuerySet[SearchChunk]) -> Q:
