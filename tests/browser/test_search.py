@@ -175,7 +175,14 @@ def test_the_list_and_its_search_results_at_1440_and_390_px(page, live_server, d
         record(
             title,
             user_item(1, f"Please look at the {title.lower()}."),
-            tool_result_item(2, big_output(f"ERROR: reactor stalled at step {n}"), tool="bash"),
+            {
+                **tool_result_item(
+                    2, big_output(f"ERROR: reactor stalled at step {n}"), tool="bash"
+                ),
+                # A hit's place named by its command, as a Codex poll's is: long, unbroken.
+                "title": "sed -n '1,180p' /Users/Sample_User/.codex/plugins/cache/openai-curated"
+                f"/superpowers/63976030/skills/using-superpowers/SKILL.md · poll {n}",
+            },
             started_at=start + timedelta(hours=n),
             duration=timedelta(minutes=3 * n + 1, seconds=7),
             step_count=12 * (n + 1),
