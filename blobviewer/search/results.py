@@ -80,23 +80,36 @@ def _where(place: Place) -> str:
 OPEN_PARAM = "open"  # `open=blob`: the find view goes to the blob's page at the hit
 
 
+class FindUrls:
+    """The find view's URLs of hits of one query: each session's path reversed once and the
+    query encoded once, however many hits a page links (a page of the list links 40)."""
+
+    def __init__(self, query: SearchQuery) -> None:
+        self._query = urlencode({"q": query.text})
+        self._paths: dict[uuid.UUID, str] = {}
+
+    def __call__(self, session_id: uuid.UUID, number: int, *, open_blob: bool = False) -> str:
+        path = self._paths.get(session_id)
+        if path is None:
+            path = self._paths[session_id] = reverse("session_find", args=[session_id])
+        url = f"{path}?{self._query}&{HIT_PARAM}={number}"
+        return f"{url}&{OPEN_PARAM}=blob" if open_blob else url
+
+
 def find_url(
     session_id: uuid.UUID, query: SearchQuery, number: int, *, open_blob: bool = False
 ) -> str:
-    params = {"q": query.text, HIT_PARAM: str(number)}
-    if open_blob:
-        params[OPEN_PARAM] = "blob"
-    return f"{reverse('session_find', args=[session_id])}?{urlencode(params)}"
+    return FindUrls(query)(session_id, number, open_blob=open_blob)
 
 
 def _blob_url(
     place: Place,
-    query: SearchQuery,
     found: Snippet,
     chunk: SearchChunk,
     *,
     number: int,
     exact: bool,
+    urls: FindUrls,
 ) -> str:
     """The blob's page showing the hit: a text blob's lines that have it (`grep:`); a JSON
     blob's first-level entry or key that holds it (grep: applies to text only). Finding
@@ -106,14 +119,20 @@ def _blob_url(
     if place.blob_kind == "text":
         return selector_url(base, grep_selector(found.matched_text))
     if not exact:
-        return find_url(place.session_id, query, number, open_blob=True)
+        return urls(place.session_id, number, open_blob=True)
     return selector_url(base, json_hit_selector(chunk, found.offset, place.blob_kind))
 
 
 def hits(
-    query: SearchQuery, places: Sequence[Place], numbers: Sequence[int], *, exact: bool = False
+    query: SearchQuery,
+    places: Sequence[Place],
+    numbers: Sequence[int],
+    *,
+    exact: bool = False,
+    urls: FindUrls | None = None,
 ) -> list[Hit]:
     """The hits at *places* (numbered *numbers*), with snippets; one query for all."""
+    urls = urls or FindUrls(query)
     chunks = chunks_by_id(place.chunk_id for place in places)
     found = []
     for place, number in zip(places, numbers, strict=True):
@@ -127,9 +146,9 @@ def hits(
                 number=number,
                 snippet=piece,
                 where=_where(place),
-                find_url=find_url(place.session_id, query, number),
+                find_url=urls(place.session_id, number),
                 blob_url=(
-                    _blob_url(place, query, piece, chunk, number=number, exact=exact)
+                    _blob_url(place, piece, chunk, number=number, exact=exact, urls=urls)
                     if place.blob_id
                     else ""
                 ),
@@ -162,13 +181,14 @@ def list_hits(
     flat = [place for found in first.values() for place in found]
     numbers = [n for found in first.values() for n in range(1, len(found) + 1)]
     by_session: dict[uuid.UUID, list[Hit]] = {sid: [] for sid in places}
-    for hit in hits(query, flat, numbers):
+    urls = FindUrls(query)
+    for hit in hits(query, flat, numbers, urls=urls):
         by_session[hit.place.session_id].append(hit)
     result = {}
     for sid, found in places.items():
         more = ""
         if len(found) > HITS_PER_SESSION:
-            more = find_url(sid, query, HITS_PER_SESSION + 1)
+            more = urls(sid, HITS_PER_SESSION + 1)
         result[sid] = SessionHits(by_session[sid], len(found), more)
     return result
 
