@@ -202,6 +202,7 @@ def test_the_list_and_its_search_results_at_1440_and_390_px(page, live_server, d
 
         page.goto(f"{live_server.url}/?q=reactor+stalled")
         expect(page.locator("ul.hits li.hit")).to_have_count(3)
+        expect(page.locator("ul.hits a.hit-step").first).to_contain_text("SKILL.md · poll")
         page.screenshot(path=str(SHOTS / f"search-results-{width}.png"), full_page=True)
         assert no_sideways_scroll(page), width
     # On a phone each session is a card with labelled numbers; nothing scrolls sideways.

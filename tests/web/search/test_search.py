@@ -454,7 +454,8 @@ QUERIES = [
 ]
 
 
-@pytest.mark.parametrize(
+# Every way session_filter finds a query's sessions, by its thresholds.
+EVERY_WAY = pytest.mark.parametrize(
     ("few", "listed", "few_sessions", "listed_sessions"),
     [
         (500, 10_000, 50, 1_000),
@@ -471,6 +472,16 @@ QUERIES = [
         "walked, read",
     ],
 )
+
+
+def _thresholds(monkeypatch, few: int, listed: int, few_sessions: int, listed_sessions: int):
+    monkeypatch.setattr(queries, "FEW_CHUNKS", few)
+    monkeypatch.setattr(queries, "LISTED_CHUNKS", listed)
+    monkeypatch.setattr(queries, "FEW_SESSIONS", few_sessions)
+    monkeypatch.setattr(queries, "LISTED_SESSIONS", listed_sessions)
+
+
+@EVERY_WAY
 def test_search_finds_exactly_the_texts_whose_folding_contains_the_folded_query(
     few, listed, few_sessions, listed_sessions, db, monkeypatch
 ):
@@ -479,10 +490,7 @@ def test_search_finds_exactly_the_texts_whose_folding_contains_the_folded_query(
     sessions (on SQLite, each confirmed in turn, or in the list's walk) or each session is
     tested on its own (a common word's walk), its chunks looked up in the index's answer
     first (SQLite) or not."""
-    monkeypatch.setattr(queries, "FEW_CHUNKS", few)
-    monkeypatch.setattr(queries, "LISTED_CHUNKS", listed)
-    monkeypatch.setattr(queries, "FEW_SESSIONS", few_sessions)
-    monkeypatch.setattr(queries, "LISTED_SESSIONS", listed_sessions)
+    _thresholds(monkeypatch, few, listed, few_sessions, listed_sessions)
     by_text = {}
     for text in CORPUS:
         session_id = record(f"corpus {len(by_text)}", user_item(1, text))
@@ -496,6 +504,24 @@ def test_search_finds_exactly_the_texts_whose_folding_contains_the_folded_query(
         else:
             expected = set()  # no title has it
         assert found == expected, q
+
+
+@EVERY_WAY
+def test_a_session_is_found_by_a_blob_it_only_references(
+    few, listed, few_sessions, listed_sessions, store, monkeypatch
+):
+    """The word only in a blob: found for the session that promoted it and for one that
+    names it (`[blob:<id>]`), as for one with it in its own text; not for the others."""
+    _thresholds(monkeypatch, few, listed, few_sessions, listed_sessions)
+    promoting = uuid.uuid4()
+    record("Promotes", tool_result_item(1, big_output(f"raise {NEEDLE}")), session_id=promoting)
+    naming = record("Names it", user_item(1, f"See [blob:{blob_of(promoting, 1)}]."))
+    own = record("Own text", user_item(1, f"it says {NEEDLE.upper()} here"))
+    record("Neither", user_item(1, "nothing to see"), tool_result_item(2, big_output("ok")))
+
+    found = Session.objects.filter(session_filter(parse_query(NEEDLE)))
+
+    assert set(found.values_list("id", flat=True)) == {promoting, naming, own}
 
 
 def test_the_grep_selector_of_a_hit_is_a_literal_in_python_and_re2_syntax():
