@@ -232,6 +232,7 @@ def test_the_sdk_log_exporter_sends_a_codex_event(live_server, api_token, data_d
         },
     )
     provider.force_flush()
+    provider.shutdown()  # its kept-alive connection would hold a server thread past the test
     call, result = steps("codex-run")
     assert call.tool_calls[0]["arguments"] == {"command": ["pytest"]}
     assert (result.output, result.is_error) == ("1 failed", True)

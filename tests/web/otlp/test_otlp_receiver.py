@@ -128,7 +128,13 @@ def test_the_sdk_exporter_records_a_run_with_its_2_mb_output_whole(
     live_server, api_token, data_dir
 ):
     _, secret = api_token
-    assert exporter(live_server.url, secret).export(genai_batch()) == SpanExportResult.SUCCESS
+    sender = exporter(live_server.url, secret)
+    try:
+        assert sender.export(genai_batch()) == SpanExportResult.SUCCESS
+    finally:
+        # Its connection kept alive would keep the server's thread, and that thread's
+        # database connection, past the test.
+        sender.shutdown()
     assert_the_run_reads_back()
     session = Session.objects.get(id=conversation_session("conv-1"))
     assert session.owner == api_token[0].user
