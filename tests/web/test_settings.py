@@ -17,18 +17,16 @@ PRODUCTION = {
 }
 
 
+def run(command: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+
+
 def manage(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     inherited = ("DEBUG", "SECRET_KEY", "DJANGO_ALLOW_ASYNC_UNSAFE")
     clean = {k: v for k, v in os.environ.items() if k not in inherited}
-    return subprocess.run(
-        [sys.executable, "manage.py", *args],
-        cwd=ROOT,
-        env={**clean, **env},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    return run([sys.executable, "manage.py", *args], {**clean, **env})
 
 
 def test_check_deploy_is_clean_with_production_settings(tmp_path):
@@ -95,24 +93,8 @@ def test_a_request_leaves_its_database_connection_open_for_the_next(tmp_path):
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "blobviewer.settings", "DATABASE_URL": database}
     env.pop("CONN_MAX_AGE", None)
 
-    kept = subprocess.run(
-        [sys.executable, "-c", KEEPS_ITS_CONNECTION],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    closed = subprocess.run(
-        [sys.executable, "-c", KEEPS_ITS_CONNECTION],
-        cwd=ROOT,
-        env={**env, "CONN_MAX_AGE": "0"},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    kept = run([sys.executable, "-c", KEEPS_ITS_CONNECTION], env)
+    closed = run([sys.executable, "-c", KEEPS_ITS_CONNECTION], {**env, "CONN_MAX_AGE": "0"})
 
     assert (kept.returncode, kept.stdout.strip()) == (0, "200 OK,200 OK,True"), kept.stderr
     assert (closed.returncode, closed.stdout.strip()) == (0, "200 OK,200 OK,False"), closed.stderr
@@ -129,14 +111,6 @@ def test_the_asgi_server_closes_each_requests_connection(tmp_path):
     env.pop("CONN_MAX_AGE", None)
     env.pop("DJANGO_SETTINGS_MODULE", None)
 
-    result = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    result = run([sys.executable, "-c", code], env)
 
     assert (result.returncode, result.stdout.strip()) == (0, "0"), result.stderr
