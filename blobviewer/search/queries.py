@@ -242,9 +242,8 @@ def session_filter(query: SearchQuery) -> Q:
     # Each session once, as the text SQLite keeps a UUID as (32 hex digits): no UUID made
     # and prepared again for each (`disk_pressure`, 400 chunks naming 200 sessions at
     # 20,000: 2 ms of the page).
-    found_in = Coalesce("session_id", "blob__refs__session_id", output_field=CharField())
     listed = SearchChunk.objects.filter(pk__in=_index_answer(query))
-    named = listed.annotate(found_in=found_in).values_list("found_in", flat=True).distinct()
+    named = _naming(listed, as_text=True).values_list("found_in", flat=True).distinct()
     candidates = [session for session in named if session is not None]
     if len(candidates) <= FEW_SESSIONS:
         return Q(pk__in=candidates) & walk
@@ -253,10 +252,12 @@ def session_filter(query: SearchQuery) -> Q:
     return Q(In(_plus(F("pk"), CharField()), among)) & walk
 
 
-def _naming(chunks: QuerySet[SearchChunk]) -> QuerySet[SearchChunk]:
+def _naming(chunks: QuerySet[SearchChunk], *, as_text: bool = False) -> QuerySet[SearchChunk]:
     """*chunks* with the session each is found in as `found_in`: its own, or for a blob's
-    chunk each session that references the blob."""
-    return chunks.annotate(found_in=Coalesce("session_id", "blob__refs__session_id"))
+    chunk each session that references the blob; *as_text*: as the database keeps the id,
+    not made a UUID."""
+    text = {"output_field": CharField()} if as_text else {}
+    return chunks.annotate(found_in=Coalesce("session_id", "blob__refs__session_id", **text))
 
 
 def _found_in_session(query: SearchQuery, *, listed: bool) -> Q:
